@@ -1,0 +1,42 @@
+# The two entry points (see README): `make demo` runs the main job, `make test` the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test venv toolchain lint soak bench clean
+
+# gcc compiles the CPU kernels; install it when a fresh machine lacks it (Debian, as root).
+toolchain:
+	@command -v gcc >/dev/null 2>&1 || { \
+	  echo "gcc not found: installing it with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libgomp1; }
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: toolchain venv
+	$(BIN)/schedlab demo
+
+test: toolchain venv
+	$(BIN)/python -m pytest -n 2 -q tests
+
+soak: toolchain venv
+	SCHEDLAB_SOAK=1 $(BIN)/python -m pytest -q tests -m "soak or not soak"
+
+lint: venv
+	$(BIN)/ruff check schedlab tests
+	$(BIN)/ruff format --check schedlab tests
+
+bench: toolchain venv
+	$(BIN)/schedlab bench gemm --size 1024
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache
