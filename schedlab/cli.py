@@ -1,0 +1,65 @@
+"""The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import schedlab
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="schedlab", description="A tensor compiler you can watch and steer."
+    )
+    parser.add_argument("--version", action="version", version=f"schedlab {schedlab.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="walk a matmul from the naive loop nest to compiled C")
+    demo.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
+
+    bench = commands.add_parser(
+        "bench", help="GFLOP/s of a compiled workload next to numpy, measured in one run"
+    )
+    bench.add_argument("workload", help="a name from schedlab.workloads.names()")
+    bench.add_argument(
+        "--size", default=None,
+        help="one integer for the workload's main sizes (gemm: M=N=K) or KEY=VALUE[,KEY=VALUE]",
+    )  # fmt: skip
+    bench.add_argument("--target", default="cpu", help="target kind (default cpu)")
+    bench.add_argument("--repeat", type=int, default=7, help="measurements per candidate")
+    bench.add_argument("--min-repeat-ms", type=float, default=100.0, help="length of one repeat")
+    bench.add_argument("--no-naive", action="store_true", help="skip the hand-written C loops")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "demo":
+            from schedlab.demo import run_demo
+
+            run_demo(size=args.size)
+        elif args.command == "bench":
+            from schedlab.bench import run_bench
+
+            run_bench(
+                args.workload,
+                args.size,
+                target=args.target,
+                repeat=args.repeat,
+                min_repeat_ms=args.min_repeat_ms,
+                naive=not args.no_naive,
+            )
+    except (schedlab.SchedlabError, ValueError) as err:
+        print(f"schedlab {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
