@@ -140,6 +140,10 @@ class _Comparator:
             self.value(len(a.alloc_buffers), len(b.alloc_buffers), f"{path}.alloc_buffers")
             for i, (x, y) in enumerate(zip(a.alloc_buffers, b.alloc_buffers)):
                 self.buffer(x, y, f"{path}.alloc_buffers[{i}]", define=True)
+            # matched buffers are used by the body, which is compared before match_buffers
+            self.value(len(a.match_buffers), len(b.match_buffers), f"{path}.match_buffers")
+            for i, (x, y) in enumerate(zip(a.match_buffers, b.match_buffers)):
+                self.buffer(x.buffer, y.buffer, f"{path}.match_buffers[{i}].buffer", define=True)
         elif isinstance(a, MatchBufferRegion):
             self.buffer(a.buffer, b.buffer, f"{path}.buffer", define=True)
         elif isinstance(a, Allocate):

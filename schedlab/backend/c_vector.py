@@ -1,0 +1,132 @@
+"""Vector expressions in C: which ones map to GCC vector operations, and the scalar form of one
+lane for the rest.
+
+Ramp/Broadcast code from the vectorizer renders as GCC vector-extension values when every
+operation has a native vector form (+ - * /, conversions, contiguous loads). Anything else
+(comparisons, select, math calls, float16, strided or gathered loads, lazy `if_then_else`) is
+rendered lane by lane: `lane_of(expr, l)` is the scalar expression of lane `l`, and the renderer
+wraps it in a small loop that gcc unrolls and usually re-vectorizes.
+"""
+
+from __future__ import annotations
+
+from schedlab.errors import LoweringError
+from schedlab.ir import expr as E
+from schedlab.ir import op
+from schedlab.ir.dtype import DataType
+
+# A codegen-private call: `Call(elem, LANE_OP, (vector_var, lane))` renders as `vector_var[lane]`.
+LANE_OP = "sl.lane"
+
+
+def is_plain_numeric(dtype: DataType) -> bool:
+    """Numbers C computes natively in this element type (not bool, not the 16-bit floats carried
+    as float)."""
+    return dtype.is_integer or (dtype.kind == "float" and dtype.bits != 16)
+
+
+def is_pow2(lanes: int) -> bool:
+    return lanes & (lanes - 1) == 0
+
+
+def contiguous_base(index: E.PrimExpr) -> E.PrimExpr | None:
+    """The base of a stride-1 Ramp index (a contiguous vector access), else None."""
+    if isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) and index.stride.value == 1:
+        return index.base
+    return None
+
+
+def native_vector(node: E.PrimExpr) -> bool:
+    """Can this vector node (its own operation, not its children) be a GCC vector operation?"""
+    dtype = node.dtype
+    if isinstance(node, (E.Ramp, E.Broadcast)):
+        return is_plain_numeric(dtype)
+    if isinstance(node, (E.Add, E.Sub, E.Mul)):
+        return is_plain_numeric(dtype)
+    if isinstance(node, (E.Div, E.Mod)):
+        if dtype.is_integer:  # padded lanes could divide by zero: only exact power-of-2 widths
+            return is_pow2(dtype.lanes)
+        return isinstance(node, E.Div) and is_plain_numeric(dtype)
+    if isinstance(node, E.Cast):
+        return is_plain_numeric(dtype) and is_plain_numeric(node.value.dtype)
+    if isinstance(node, E.BufferLoad):
+        element = node.buffer.dtype
+        return (
+            element.lanes == 1
+            and is_plain_numeric(element)
+            and len(node.indices) == 1
+            and contiguous_base(node.indices[0]) is not None
+        )
+    if isinstance(node, E.Var):
+        return True
+    if isinstance(node, E.Let):
+        return True
+    return False
+
+
+class _LaneExtractor:
+    def __init__(self, lane: E.Var):
+        self.lane = lane
+        self.let_vars: dict[int, E.Var] = {}
+
+    def __call__(self, node: E.PrimExpr) -> E.PrimExpr:
+        if node.dtype.lanes == 1:
+            return node
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            if isinstance(node, E.BinaryOp):
+                return type(node)(self(node.a), self(node.b))
+            raise LoweringError(
+                f"the C backend cannot split the vector expression {node!r} "
+                f"({type(node).__name__}) into lanes"
+            )
+        return method(node)
+
+    def _lane_as(self, dtype: DataType) -> E.PrimExpr:
+        return op.cast(self.lane, dtype.element_of())
+
+    def _Ramp(self, node: E.Ramp) -> E.PrimExpr:
+        return op.add(node.base, op.mul(node.stride, self._lane_as(node.base.dtype)))
+
+    def _Broadcast(self, node: E.Broadcast) -> E.PrimExpr:
+        return node.value
+
+    def _Not(self, node: E.Not) -> E.PrimExpr:
+        return E.Not(self(node.a))
+
+    def _Select(self, node: E.Select) -> E.PrimExpr:
+        return E.Select(self(node.condition), self(node.true_value), self(node.false_value))
+
+    def _Cast(self, node: E.Cast) -> E.PrimExpr:
+        return E.Cast(node.dtype.element_of(), self(node.value))
+
+    def _Let(self, node: E.Let) -> E.PrimExpr:
+        scalar = E.Var(node.var.name, node.var.dtype.element_of())
+        value = self(node.value)
+        self.let_vars[id(node.var)] = scalar
+        try:
+            return E.Let(scalar, value, self(node.body))
+        finally:
+            del self.let_vars[id(node.var)]
+
+    def _Var(self, node: E.Var) -> E.PrimExpr:
+        scalar = self.let_vars.get(id(node))
+        if scalar is not None:
+            return scalar
+        return E.Call(node.dtype.element_of(), LANE_OP, (node, self.lane))
+
+    def _BufferLoad(self, node: E.BufferLoad) -> E.PrimExpr:
+        if node.buffer.dtype.lanes != 1:
+            raise LoweringError(
+                f"the C backend cannot split a load of the vector-typed buffer "
+                f"{node.buffer.name} ({node.buffer.dtype}) into lanes"
+            )
+        return E.BufferLoad(node.buffer, tuple(self(index) for index in node.indices))
+
+    def _Call(self, node: E.Call) -> E.PrimExpr:
+        return E.Call(node.dtype.element_of(), node.op, tuple(self(arg) for arg in node.args))
+
+
+def lane_of(node: E.PrimExpr, lane: E.Var) -> E.PrimExpr:
+    """The scalar expression computing lane `lane` (an int32 variable) of vector `node`."""
+    return _LaneExtractor(lane)(node)

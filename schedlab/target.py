@@ -1,0 +1,388 @@
+"""`Target`: what a kernel is compiled for, and a description of that hardware.
+
+`Target("cpu")` (aliases "c", "llvm") describes the HOST, read from the operating system: usable
+cores, SIMD width, caches, clock and rough peak FLOP/s and memory bandwidth, which schedule rules
+and cost models read. GPU kinds ("cuda", "rocm", "opencl", "adreno") describe a typical device of
+that kind with documented defaults; their backends refine them from the real device later.
+Any attribute can be overridden: `Target("cpu", num_cores=4)`.
+
+A target is immutable, hashable, and round-trips through JSON: `Target(str(t)) == t`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ALIASES = {"cpu": "cpu", "c": "cpu", "llvm": "cpu", "cuda": "cuda", "rocm": "rocm",
+           "opencl": "opencl", "adreno": "adreno"}  # fmt: skip
+KINDS = ("cpu", "cuda", "rocm", "opencl", "adreno")
+KEYS = {"cpu": ("cpu",), "cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu"),
+        "opencl": ("opencl", "gpu"), "adreno": ("adreno", "opencl", "gpu")}  # fmt: skip
+
+# Attributes derived from others: recomputed after overrides unless overridden themselves.
+_DERIVED = ("peak_gflops",)
+
+_GPU_DEFAULTS: dict[str, dict[str, Any]] = {
+    # An A100-class device: the figures rules use until the CUDA backend queries the real one.
+    "cuda": {
+        "arch": "sm_80", "num_sms": 108, "warp_size": 32, "max_threads_per_block": 1024,
+        "max_shared_memory_per_block": 49152, "max_registers_per_thread": 255,
+        "l2_bytes": 40 * 2**20, "clock_ghz": 1.41, "mem_bandwidth_gbs": 1555.0,
+        "fp32_units_per_sm": 64, "max_vector_bytes": 16,
+    },
+    # An MI210-class device (CDNA2): wave64.
+    "rocm": {
+        "arch": "gfx90a", "num_sms": 104, "warp_size": 64, "max_threads_per_block": 1024,
+        "max_shared_memory_per_block": 65536, "max_registers_per_thread": 512,
+        "l2_bytes": 8 * 2**20, "clock_ghz": 1.7, "mem_bandwidth_gbs": 1638.0,
+        "fp32_units_per_sm": 128, "max_vector_bytes": 16,
+    },
+    # A generic OpenCL device (PoCL on a CPU is the usual test driver).
+    "opencl": {
+        "arch": "generic", "num_sms": 8, "warp_size": 1, "max_threads_per_block": 256,
+        "max_shared_memory_per_block": 32768, "max_registers_per_thread": 128,
+        "l2_bytes": 2**20, "clock_ghz": 1.0, "mem_bandwidth_gbs": 50.0,
+        "fp32_units_per_sm": 16, "max_vector_bytes": 16,
+    },
+    # A Qualcomm Adreno 7xx-class GPU, programmed through OpenCL with texture memory.
+    "adreno": {
+        "arch": "adreno7xx", "num_sms": 6, "warp_size": 64, "max_threads_per_block": 256,
+        "max_shared_memory_per_block": 32768, "max_registers_per_thread": 64,
+        "l2_bytes": 2**20, "clock_ghz": 0.9, "mem_bandwidth_gbs": 60.0,
+        "fp32_units_per_sm": 256, "max_vector_bytes": 16, "texture_spatial_limit": 16384,
+        "image_base_address_alignment": 64,
+    },
+}  # fmt: skip
+
+_CPU_COMMON = {"march": "native", "fast_math": False, "openmp": True, "cflags": ()}
+
+
+class Target:
+    """A compilation target: `kind` plus a dict of hardware attributes (`attrs`).
+
+    Construct from a kind name (`"cpu"`, `"llvm"`, `"cuda"`, ...), a dict
+    (`{"kind": "cpu", "num_cores": 4}`), a JSON string of that dict, or another Target; keyword
+    arguments override attributes. Unknown kinds or attribute names raise ValueError.
+    """
+
+    __slots__ = ("kind", "attrs")
+    _local = threading.local()
+
+    def __init__(self, kind: str | dict | Target = "cpu", **overrides: Any):
+        spec = _as_spec(kind)
+        canonical = _canonical_kind(overrides.pop("kind", spec.pop("kind", "cpu")))
+        spec.pop("keys", None)
+        # a derived attribute (peak_gflops) read back from a Target or JSON is an override only
+        # if it differs from what its source computes; otherwise it follows the new overrides
+        given = {name: spec.pop(name) for name in _DERIVED if name in spec}
+        source = _resolve_attrs(canonical, spec)
+        kept = {name: value for name, value in given.items() if value != source[name]}
+        object.__setattr__(self, "kind", canonical)
+        object.__setattr__(self, "attrs", _resolve_attrs(canonical, {**spec, **kept, **overrides}))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Target is immutable; build a new one: Target(t, attr=value)")
+
+    # -- access ----------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        attrs = object.__getattribute__(self, "attrs")
+        if name in attrs:
+            return attrs[name]
+        raise AttributeError(f"Target({self.kind!r}) has no attribute {name!r}")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Kind keys, TVM style: rules for "gpu" apply to every GPU kind."""
+        return KEYS[self.kind]
+
+    @property
+    def is_gpu(self) -> bool:
+        return "gpu" in self.keys
+
+    def peak_flops(self, dtype: str = "float32") -> float:
+        """Rough peak FLOP/s for arithmetic in `dtype` (see `peak_gflops`)."""
+        table = self.attrs["peak_gflops"]
+        if str(dtype) not in table:
+            raise ValueError(f"peak_flops: no estimate for dtype {dtype!r}; known: {list(table)}")
+        return table[str(dtype)] * 1e9
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict: {"kind": ..., **attrs}."""
+        return {"kind": self.kind, **_jsonable(self.attrs)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> Target:
+        return Target(json.loads(text))
+
+    def with_attrs(self, **overrides: Any) -> Target:
+        return Target(self, **overrides)
+
+    # -- identity --------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return self.to_json()
+
+    def __repr__(self) -> str:
+        shown = ("arch", "num_cores", "simd_width")
+        parts = [f"{k}={self.attrs[k]!r}" for k in shown if k in self.attrs]
+        return f"Target({self.kind!r}{''.join(', ' + p for p in parts)})"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Target(other)
+            except ValueError:
+                return False
+        return isinstance(other, Target) and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    def __reduce__(self):
+        return (Target.from_json, (self.to_json(),))
+
+    # -- current target (`with Target(...):`) ----------------------------------------------------
+    def __enter__(self) -> Target:
+        stack = self._local.__dict__.setdefault("stack", [])
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._local.stack.pop()
+
+    @classmethod
+    def current(cls, allow_none: bool = True) -> Target | None:
+        """The innermost target of a `with Target(...):` block."""
+        stack = cls._local.__dict__.get("stack")
+        if stack:
+            return stack[-1]
+        if allow_none:
+            return None
+        raise ValueError("no current Target: use `with Target(...):`")
+
+
+def _canonical_kind(kind) -> str:
+    canonical = ALIASES.get(kind.lower()) if isinstance(kind, str) else None
+    if canonical is None:
+        raise ValueError(
+            f"Target: unknown kind {kind!r}; valid kinds: {', '.join(sorted(ALIASES))}"
+        )
+    return canonical
+
+
+def _as_spec(kind) -> dict[str, Any]:
+    if isinstance(kind, Target):
+        return kind.as_dict()
+    if isinstance(kind, dict):
+        return dict(kind)
+    if isinstance(kind, str):
+        text = kind.strip()
+        if text.startswith("{"):
+            try:
+                return dict(json.loads(text))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"Target: invalid JSON {text!r}: {err}") from None
+        if " " in text:
+            raise ValueError(
+                f"Target: expected a kind name, a dict or JSON, got {kind!r}; pass attributes "
+                f"as keywords: Target('cpu', num_cores=4)"
+            )
+        return {"kind": text}
+    raise ValueError(f"Target: expected a kind name, dict, JSON or Target, got {kind!r}")
+
+
+def _resolve_attrs(kind: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    defaults = _cpu_defaults() if kind == "cpu" else dict(_GPU_DEFAULTS[kind])
+    known = set(defaults) | set(_DERIVED)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(
+            f"Target({kind!r}): unknown attribute(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    attrs = {**defaults, **overrides}
+    if "cflags" in attrs:
+        attrs["cflags"] = tuple(str(flag) for flag in attrs["cflags"])
+    if "isa" in attrs:
+        attrs["isa"] = tuple(attrs["isa"])
+    for name in _DERIVED:
+        if name not in overrides:
+            attrs[name] = _peak_gflops(kind, attrs)
+    return attrs
+
+
+def _jsonable(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# peak estimates
+# ---------------------------------------------------------------------------------------------
+_DTYPE_BITS = {"float64": 64, "float32": 32, "float16": 32, "bfloat16": 32, "int32": 32,
+               "int8": 8}  # fmt: skip
+
+
+def _peak_gflops(kind: str, attrs: dict[str, Any]) -> dict[str, float]:
+    """Rough peak GFLOP/s per dtype. CPU: cores x GHz x FMA units x 2 x SIMD lanes; float16 and
+    bfloat16 count float32 lanes because the C backend computes them in float."""
+    if kind == "cpu":
+        per_lane = attrs["num_cores"] * attrs["clock_ghz"] * attrs["fma_units"] * 2
+        width = attrs["simd_width"]
+        return {dt: round(per_lane * max(1, width // bits), 1) for dt, bits in _DTYPE_BITS.items()}
+    fp32 = attrs["num_sms"] * attrs["fp32_units_per_sm"] * attrs["clock_ghz"] * 2
+    return {"float64": round(fp32 / 2, 1), "float32": round(fp32, 1),
+            "float16": round(fp32 * 2, 1), "bfloat16": round(fp32 * 2, 1),
+            "int32": round(fp32 / 2, 1), "int8": round(fp32 * 2, 1)}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# host detection (Linux /proc and /sys; safe fallbacks elsewhere)
+# ---------------------------------------------------------------------------------------------
+_ISA_FLAGS = ("sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw",
+              "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "asimd",
+              "asimdhp", "asimddp", "sve", "sve2")  # fmt: skip
+
+
+def _cpu_defaults() -> dict[str, Any]:
+    return dict(_host_cpu())
+
+
+@cache
+def _host_cpu() -> tuple[tuple[str, Any], ...]:
+    info = _read_cpuinfo()
+    flags = set(info.get("flags", info.get("Features", "")).split())
+    logical = len(_usable_cpus())
+    machine = platform.machine() or "unknown"
+    width = _simd_width(machine, flags)
+    caches = _cache_sizes()
+    attrs = {
+        "arch": machine,
+        "model": info.get("model name", info.get("CPU part", "unknown")),
+        "num_cores": logical,
+        "physical_cores": _physical_cores(logical),
+        "isa": tuple(flag for flag in _ISA_FLAGS if flag in flags),
+        "simd_width": width,
+        "fma_units": _fma_units(machine, flags),
+        "l1d_bytes": caches.get("l1d", 32 * 1024),
+        "l2_bytes": caches.get("l2", 1024 * 1024),
+        "l3_bytes": caches.get("l3", 8 * 1024 * 1024),
+        "cache_line_bytes": _cache_line(),
+        "clock_ghz": _clock_ghz(info),
+        "mem_bandwidth_gbs": _bandwidth_guess(logical),
+        **_CPU_COMMON,
+    }
+    return tuple(attrs.items())
+
+
+def _read_cpuinfo() -> dict[str, str]:
+    """The first processor's entries of /proc/cpuinfo (empty off Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    info: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if info:
+                break
+            continue
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    return info
+
+
+def _usable_cpus() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def _physical_cores(logical: int) -> int:
+    """Usable logical CPUs divided by SMT siblings (from /sys topology)."""
+    siblings = set()
+    for cpu in _usable_cpus():
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            siblings.add(path.read_text().strip())
+        except OSError:
+            return logical
+    return max(1, len(siblings))
+
+
+def _simd_width(machine: str, flags: set[str]) -> int:
+    for flag, bits in (("avx512f", 512), ("avx2", 256), ("avx", 256), ("sse2", 128)):
+        if flag in flags:
+            return bits
+    if machine in ("aarch64", "arm64") or "asimd" in flags:
+        return 128  # NEON; SVE widths vary by part and need a runtime query
+    return 128 if machine in ("x86_64", "AMD64") else 64
+
+
+def _fma_units(machine: str, flags: set[str]) -> int:
+    """Assumed FMA pipes per core: 2 on x86 parts with FMA3 and on aarch64 (most server cores
+    since Haswell/Zen/Neoverse), else 1. An assumption, overridable."""
+    if "fma" in flags or machine in ("aarch64", "arm64"):
+        return 2
+    return 1
+
+
+def _parse_size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    digits = text.rstrip("KMGB")
+    return int(digits) * scale if digits.isdigit() else 0
+
+
+def _cache_sizes() -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(root.glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = _parse_size((index / "size").read_text())
+        except OSError:
+            continue
+        if kind == "Instruction" or not size:
+            continue
+        sizes[f"l{level}d" if level == "1" else f"l{level}"] = size
+    return sizes
+
+
+def _cache_line() -> int:
+    path = Path("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 64
+
+
+def _clock_ghz(info: dict[str, str]) -> float:
+    """Max frequency from cpufreq when present, else the current "cpu MHz", else 2 GHz."""
+    path = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    try:
+        return round(int(path.read_text().strip()) / 1e6, 3)
+    except (OSError, ValueError):
+        pass
+    try:
+        return round(float(info["cpu MHz"]) / 1000, 3)
+    except (KeyError, ValueError):
+        return 2.0
+
+
+def _bandwidth_guess(cores: int) -> float:
+    """DRAM bandwidth guess in GB/s: about 12 GB/s per core, between 20 and 200 (one socket).
+    A guess, not a measurement; override with `mem_bandwidth_gbs=`."""
+    return float(min(200, max(20, 12 * cores)))
+
+
+__all__ = ["Target", "KINDS", "ALIASES"]

@@ -1,0 +1,93 @@
+"""Target: the host description read from the OS, overrides, GPU defaults, JSON round trip."""
+
+import json
+import os
+import pickle
+import platform
+
+import pytest
+
+import schedlab
+from schedlab.target import KINDS, Target
+
+
+def test_cpu_describes_this_host():
+    target = Target("cpu")
+    assert target.kind == "cpu" and target.keys == ("cpu",) and not target.is_gpu
+    assert target.num_cores == len(os.sched_getaffinity(0))
+    assert 1 <= target.physical_cores <= target.num_cores
+    assert target.arch == platform.machine()
+    flags = open("/proc/cpuinfo").read()
+    expected_width = 512 if " avx512f" in flags else 256 if " avx2" in flags else 128
+    assert target.simd_width == expected_width
+    assert target.l1d_bytes >= 8 * 1024 and target.l2_bytes >= target.l1d_bytes
+    assert target.l3_bytes >= 0 and target.cache_line_bytes in (32, 64, 128, 256)
+    assert 0.1 < target.clock_ghz < 10
+    assert target.fma_units in (1, 2) and target.mem_bandwidth_gbs > 0
+
+
+def test_peak_flops_formula():
+    t = Target("cpu")
+    per_lane = t.num_cores * t.clock_ghz * t.fma_units * 2
+    assert t.peak_gflops["float32"] == pytest.approx(per_lane * t.simd_width / 32, rel=1e-3)
+    assert t.peak_gflops["float64"] == pytest.approx(per_lane * t.simd_width / 64, rel=1e-3)
+    assert t.peak_flops("float32") == pytest.approx(t.peak_gflops["float32"] * 1e9)
+    with pytest.raises(ValueError, match="no estimate for dtype"):
+        t.peak_flops("complex64")
+
+
+def test_aliases_and_overrides():
+    assert Target("llvm") == Target("c") == Target("cpu")
+    four = Target("cpu", num_cores=4)
+    assert four.num_cores == 4
+    base = Target("cpu")
+    assert four.peak_gflops["float32"] == pytest.approx(
+        base.peak_gflops["float32"] * 4 / base.num_cores, rel=1e-2
+    )
+    assert Target(four, simd_width=128).num_cores == 4
+    assert Target({"kind": "cpu", "num_cores": 3}).num_cores == 3
+    pinned = Target("cpu", peak_gflops={"float32": 1.0})
+    assert Target(pinned, num_cores=8).peak_gflops == {"float32": 1.0}
+
+
+def test_json_and_str_round_trip():
+    for target in (Target("cpu", num_cores=3, cflags=["-DX"]), Target("cuda"), Target("adreno")):
+        assert Target(str(target)) == target
+        assert Target.from_json(target.to_json()) == target
+        assert json.loads(str(target))["kind"] == target.kind
+        assert pickle.loads(pickle.dumps(target)) == target
+        assert hash(Target(str(target))) == hash(target)
+
+
+@pytest.mark.parametrize("kind", ["cuda", "rocm", "opencl", "adreno"])
+def test_gpu_kinds_describe_defaults(kind):
+    target = Target(kind)
+    assert target.kind == kind and target.is_gpu and "gpu" in target.keys
+    assert target.max_threads_per_block >= 256 and target.warp_size >= 1
+    assert target.max_shared_memory_per_block > 0 and target.peak_gflops["float32"] > 0
+    assert target.as_dict()["kind"] == kind
+
+
+def test_errors_list_what_is_valid():
+    with pytest.raises(ValueError, match="unknown kind 'metal'; valid kinds: .*cpu.*cuda"):
+        Target("metal")
+    with pytest.raises(ValueError, match="unknown attribute.*bogus; known: .*num_cores"):
+        Target("cpu", bogus=1)
+    with pytest.raises(ValueError, match="pass attributes as keywords"):
+        Target("llvm -num-cores 4")
+    with pytest.raises(AttributeError, match="immutable"):
+        Target("cpu").kind = "cuda"
+    assert set(KINDS) == {"cpu", "cuda", "rocm", "opencl", "adreno"}
+
+
+def test_current_target_context():
+    assert Target.current() is None
+    with Target("cuda") as outer:
+        with Target("cpu", num_cores=1) as inner:
+            assert Target.current() is inner
+        assert Target.current() is outer
+    assert Target.current() is None
+
+
+def test_lazy_top_level_name():
+    assert schedlab.Target is Target
