@@ -26,7 +26,7 @@ from schedlab.ir.functor import Visitor
 from .c_expr import MUL, CExprMixin
 from .c_names import C_KEYWORDS, C_LIBRARY, NameTable, c_safe
 from .c_prelude import Prelude
-from .c_vector import LANE_OP, contiguous_base, is_plain_numeric, lane_of
+from .c_vector import LANE_OP, contiguous_base, is_plain_numeric, lane_of, split_store
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ class CFamilyRenderer(CExprMixin):
     indent_unit = "  "
     stack_limit_bytes = 16 * 1024  # larger scratch goes to the heap (thread stacks are small)
     local_alignment = 64
+    native_vector_bits = 0  # vector stores wider than this are split (0: never)
 
     def __init__(self, target=None):
         self.target = target
@@ -234,10 +235,10 @@ class CFamilyRenderer(CExprMixin):
 
     def thread_loop(self, loop: S.For) -> None:
         """Hook: a thread-bound loop (GPU targets map it to a thread index)."""
+        kind = getattr(self.target, "kind", "C")
         raise LoweringError(
-            f"loop {loop.loop_var.name} is bound to {loop.thread_tag}; the "
-            f"{type(self).__name__} target has no threads to bind (build for a GPU target or "
-            f"remove the binding)"
+            f"loop {loop.loop_var.name} is bound to {loop.thread_tag}; the {kind} target has no "
+            f"threads to bind (build for a GPU target, or make the loop serial or parallel)"
         )
 
     def local_array(self, ctype: str, name: str, count: int, buffer) -> str:
@@ -411,6 +412,14 @@ class CFamilyRenderer(CExprMixin):
         if index.dtype.lanes == 1 and value.dtype.lanes == 1:
             self.emit(f"{target}[{self.expr(index)}] = {self._stored(buffer.dtype, value)};")
             return
+        # without tir.noalias another parameter may alias the stored one: keep the store whole
+        splittable = self.native_vector_bits and self.func.attrs.get("tir.noalias")
+        if splittable and value.dtype.lanes == index.dtype.lanes:
+            chunks = split_store(buffer, value, index, self.native_vector_bits)
+            if chunks is not None:
+                for part, where in chunks:
+                    self._s_BufferStore(S.BufferStore(buffer, part, (where,)))
+                return
         base = contiguous_base(index)
         element = buffer.dtype
         if base is not None and element.lanes == 1 and is_plain_numeric(element):

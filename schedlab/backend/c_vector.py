@@ -130,3 +130,82 @@ class _LaneExtractor:
 def lane_of(node: E.PrimExpr, lane: E.Var) -> E.PrimExpr:
     """The scalar expression computing lane `lane` (an int32 variable) of vector `node`."""
     return _LaneExtractor(lane)(node)
+
+
+class _NoSlice(Exception):
+    pass
+
+
+def _slice(node: E.PrimExpr, start: int, count: int) -> E.PrimExpr:
+    if node.dtype.lanes == 1:
+        return node
+    if isinstance(node, E.Ramp):
+        return E.Ramp(op.add(node.base, op.mul(node.stride, start)), node.stride, count)
+    if isinstance(node, E.Broadcast):
+        return E.Broadcast(node.value, count)
+    if isinstance(node, E.BinaryOp):
+        return type(node)(_slice(node.a, start, count), _slice(node.b, start, count))
+    if isinstance(node, E.Not):
+        return E.Not(_slice(node.a, start, count))
+    if isinstance(node, E.Select):
+        parts = (node.condition, node.true_value, node.false_value)
+        return E.Select(*(_slice(part, start, count) for part in parts))
+    if isinstance(node, E.Cast):
+        return E.Cast(node.dtype.with_lanes(count), _slice(node.value, start, count))
+    if isinstance(node, E.Call):
+        args = tuple(_slice(arg, start, count) for arg in node.args)
+        return E.Call(node.dtype.with_lanes(count), node.op, args)
+    if isinstance(node, E.BufferLoad) and node.buffer.dtype.lanes == 1:
+        return E.BufferLoad(node.buffer, tuple(_slice(i, start, count) for i in node.indices))
+    raise _NoSlice  # vector variables, lets, vector-typed buffers: kept whole
+
+
+def _widest_bits(node: E.PrimExpr) -> int:
+    widest = 0
+
+    def visit(n):
+        nonlocal widest
+        if isinstance(n, E.PrimExpr) and n.dtype.lanes > 1:
+            widest = max(widest, n.dtype.bits)
+
+    from schedlab.ir.functor import post_order_visit
+
+    post_order_visit(node, visit)
+    return widest
+
+
+def _reads_other_lanes(value: E.PrimExpr, data: E.Var, index: E.PrimExpr) -> bool:
+    """Does `value` load the stored buffer at an index other than the stored one?"""
+    from schedlab.ir.functor import post_order_visit
+    from schedlab.ir.structural import structural_equal
+
+    found = False
+
+    def visit(n):
+        nonlocal found
+        if isinstance(n, E.BufferLoad) and n.buffer.data is data:
+            if len(n.indices) != 1 or not structural_equal(n.indices[0], index):
+                found = True
+
+    post_order_visit(value, visit)
+    return found
+
+
+def split_store(buffer, value: E.PrimExpr, index: E.PrimExpr, native_bits: int):
+    """A vector store wider than the machine's vectors as a list of (value, index) chunks of
+    native width, or None to keep it whole. GCC spills over-wide vector values to the stack;
+    chunks stay in registers. Only done when each chunk reads nothing another chunk writes."""
+    lanes = index.dtype.lanes
+    bits = max(_widest_bits(value), _widest_bits(index))
+    if not bits or lanes * bits <= native_bits or native_bits % bits:
+        return None
+    chunk = native_bits // bits
+    if chunk < 2 or lanes % chunk or _reads_other_lanes(value, buffer.data, index):
+        return None
+    try:
+        return [
+            (_slice(value, start, chunk), _slice(index, start, chunk))
+            for start in range(0, lanes, chunk)
+        ]
+    except _NoSlice:
+        return None

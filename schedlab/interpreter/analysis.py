@@ -59,6 +59,7 @@ class Facts:
     accesses: list[Access] = field(default_factory=list)
     inner: set[int] = field(default_factory=set)
     bounds: list[E.PrimExpr] = field(default_factory=list)
+    loops: dict[int, E.PrimExpr] = field(default_factory=dict)  # inner loop var -> extent
     problem: str | None = None
 
 
@@ -82,8 +83,13 @@ class _Collector:
             for item in node.seq:
                 self.stmt(item, mapping)
         elif isinstance(node, For):
+            self.expr(node.min, sub)
+            self.expr(node.extent, sub)
             self.facts.bounds += [sub(node.min), sub(node.extent)]
             self.facts.inner.add(id(node.loop_var))
+            start, extent = sub(node.min), sub(node.extent)
+            if is_clean(start, self.facts.inner) and is_clean(extent, self.facts.inner):
+                self.facts.loops[id(node.loop_var)] = extent
             self.stmt(node.body, mapping)
         elif isinstance(node, IfThenElse):
             self.expr(node.condition, sub)
@@ -110,11 +116,11 @@ class _Collector:
             return
         for value in node.iter_values:
             self.expr(value, sub)
-        self.expr(node.predicate, sub)
         inner = dict(mapping)
         for iter_var, value in zip(block.iter_vars, node.iter_values):
             inner[id(iter_var.var)] = sub(value)
             self.defined.add(id(iter_var.var))
+        self.expr(node.predicate, _substituter(inner))
         if block.init is not None:
             self.stmt(block.init, inner)
         self.stmt(block.body, inner)
@@ -182,7 +188,11 @@ def parallel_verdict(loops: list[For], body: Stmt, storage: StorageKey) -> Verdi
         return Verdict(False, reason=facts.problem)
     if any(uses_targets(bound, targets) for bound in facts.bounds):
         return Verdict(False, reason="an inner loop's bounds depend on a vectorized loop")
-    extents = loop_extents(loops)
+    # inner loops with fixed bounds are terms of the indices too (a tile `io * 8 + ii`): the
+    # elements one point reaches over all their iterations must still be its own
+    ranged = {key: _const(extent) for key, extent in facts.loops.items()}
+    unusable = facts.inner - set(ranged)
+    extents = {**loop_extents(loops), **ranged}
     groups: list = []
     for key in {storage(a.buffer) for a in facts.accesses if a.store}:
         accesses = [a for a in facts.accesses if storage(a.buffer) == key]
@@ -190,10 +200,10 @@ def parallel_verdict(loops: list[For], body: Stmt, storage: StorageKey) -> Verdi
             return Verdict(False, reason=f"{accesses[0].buffer.name} is accessed through aliases")
         forms = []
         for dim, first in enumerate(accesses[0].indices):
-            if not is_clean(first, facts.inner):
+            if not is_clean(first, unusable):
                 continue
             if all(structural_equal(a.indices[dim], first) for a in accesses[1:]):
-                form = linearize(first, targets)
+                form = linearize(first, targets | set(ranged))
                 if form is not None:
                     forms.append(form)
         verdict = determines(forms, extents, targets)
@@ -220,7 +230,7 @@ class Reduction:
     value: E.PrimExpr
     start: E.PrimExpr | None  # the init value, or None without init
     update_guard: E.PrimExpr | None  # None: the update always runs
-    init_guard: E.PrimExpr | None  # None: no init
+    init_guard: E.PrimExpr | None  # None: no init (an init that always runs has True)
     simple_init: bool  # the init runs exactly at the first reduction point, no guards
     groups: list = field(default_factory=list)  # run-time injectivity conditions
     # with simple_init: the part of the init condition fixed outside the nest (None: none)
@@ -267,7 +277,7 @@ def _straight_block(node: BlockRealize, mapping, guards, out) -> None:
     inner = dict(mapping)
     for iter_var, value in zip(block.iter_vars, node.iter_values):
         inner[id(iter_var.var)] = sub(value)
-    predicate = sub(node.predicate)
+    predicate = _substituter(inner)(node.predicate)  # (iter vars are bound first, as in codegen)
     guards = guards if _is_true(predicate) else guards + [predicate]
     if block.init is not None:
         reduce_vars = [iv for iv in block.iter_vars if iv.iter_type == IterType.REDUCE]
@@ -343,7 +353,8 @@ def match_reduction(
     reduce_ids = {id(loop.loop_var) for loop in reduce_loops}
     parallel_ids = {id(loop.loop_var) for loop in parallel_loops}
     update_guard = _conjunction(update.guards)
-    init_guard = _conjunction(init.guards) if init is not None else None
+    # an init without guards runs at every point (init_guard True), unlike no init at all (None)
+    init_guard = op.all(*init.guards) if init is not None else None
     start = init.store.value if init is not None else None
     key = storage(buffer)
     checked = [value, *indices] + [e for e in (update_guard, init_guard, start) if e is not None]

@@ -13,6 +13,7 @@ import itertools
 import keyword
 import linecache
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -40,7 +41,7 @@ from schedlab.ir.stmt import (
 
 from . import runtime
 from .exprgen import BufInfo, Code, ExprCtx, ExprGen, TranslateError, VarInfo
-from .loops import LoopGen
+from .loops import MAX_INDENT, LoopGen
 
 _RESERVED = {"np", "min", "max", "int", "bool", "range", "abs", "len", "tuple", "float"}
 
@@ -96,6 +97,7 @@ class Translator(LoopGen):
         self.storage_root: dict[int, int] = {}
         self.aliases: dict[int, list[Buffer]] = {}
         self.declared: set[int] = set()
+        self.hoist_ctx = Ctx()
         self._scan(func.body)
 
     # -- names and constants -----------------------------------------------------------------
@@ -202,8 +204,17 @@ class Translator(LoopGen):
         if len(self.out) == before:
             self.emit(ctx, "pass")
 
-    def expr(self, node: E.PrimExpr, ctx: Ctx) -> Code:
-        return self.exprs.expr(node, ctx.ectx)
+    def expr(self, node: E.PrimExpr, ctx: Ctx, ectx: ExprCtx | None = None) -> Code:
+        """Translate an expression used by the statement being generated at `ctx`."""
+        self.hoist_ctx = ctx
+        return self.exprs.expr(node, ectx or ctx.ectx)
+
+    def hoist(self, text: str) -> str:
+        """Compute a deep subexpression into a temporary before the current statement (Python
+        limits the nesting of parentheses)."""
+        name = self.temp()
+        self.emit(self.hoist_ctx, f"{name} = {text}")
+        return name
 
     def scalar(self, node: E.PrimExpr, ctx: Ctx, what: str) -> Code:
         code = self.expr(node, ctx)
@@ -223,7 +234,9 @@ class Translator(LoopGen):
         filename = f"<schedlab.interpret {self.func.name} #{id(self):x}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), namespace)  # our own generated code
-        return Translation(source, namespace["_kernel"], self.written_params())
+        translation = Translation(source, namespace["_kernel"], self.written_params())
+        weakref.finalize(translation, linecache.cache.pop, filename, None)
+        return translation
 
     def prologue(self, ctx: Ctx) -> Ctx:
         func = self.func
@@ -381,6 +394,9 @@ class Translator(LoopGen):
     def guard(self, condition: E.PrimExpr, then_fn, else_fn, ctx: Ctx) -> None:
         """`if condition: then else: else` — a Python `if` for a scalar condition, masks for a
         condition that varies across lanes."""
+        if ctx.indent >= MAX_INDENT:
+            self.outline(ctx, lambda c: self.guard(condition, then_fn, else_fn, c))
+            return
         code = self.expr(condition, ctx)
         if not code.varying:
             self.emit(ctx, f"if {code.text}:")

@@ -53,6 +53,10 @@ class BufInfo:
 class ExprCtx:
     ndim: int = 0  # vectorized loop axes in effect
     guarded: bool = False  # some lanes may be masked off: loads must not fault
+    lazy: bool = False  # evaluated only sometimes, or under a let: cannot be hoisted
+
+
+MAX_DEPTH = 40  # deeper expression text is split into temporaries (Python allows 200 parens)
 
 
 def dtype_range(dtype: DataType) -> tuple[int, int]:
@@ -60,7 +64,8 @@ def dtype_range(dtype: DataType) -> tuple[int, int]:
 
 
 def fits(interval: Interval, dtype: DataType) -> bool:
-    if interval is None:
+    """Is an integer interval known and inside `dtype`'s range (never for floats)?"""
+    if interval is None or not (dtype.is_integer or dtype.is_bool):
         return False
     lo, hi = dtype_range(dtype)
     return lo <= interval[0] and interval[1] <= hi
@@ -95,6 +100,7 @@ class ExprGen:
 
     def __init__(self, owner):
         self.owner = owner
+        self.depth = 0  # nesting depth of the deepest child translated so far (see `expr`)
 
     # -- entry -------------------------------------------------------------------------------
     def expr(self, node: E.PrimExpr, ctx: ExprCtx) -> Code:
@@ -106,7 +112,13 @@ class ExprGen:
                     break
         if method is None:
             raise TranslateError(f"interpret: unsupported expression {type(node).__name__}")
-        return method(self, node, ctx)
+        outer, self.depth = self.depth, 0
+        code = method(self, node, ctx)
+        depth = self.depth + 1
+        if depth > MAX_DEPTH and not ctx.lazy:
+            code, depth = replace(code, text=self.owner.hoist(code.text)), 1
+        self.depth = max(outer, depth)
+        return code
 
     def scalar_int(self, text: str, dtype: DataType, interval: Interval) -> Code:
         """A scalar integer result: wrapped unless its interval proves it is in range."""
@@ -256,7 +268,7 @@ class ExprGen:
     def e_let(self, node: E.Let, ctx) -> Code:
         value = self.expr(node.value, ctx)
         name = self.owner.bind_var(node.var, value)
-        body = self.expr(node.body, ctx)
+        body = self.expr(node.body, replace(ctx, lazy=True))
         text = f"(({name} := {value.text}), {body.text})[1]"
         return Code(text, body.dtype, body.varying or value.varying, body.interval)
 
@@ -350,7 +362,7 @@ class ExprGen:
         """Lazy: a scalar condition picks one branch; an array condition evaluates both branches
         with masked (non-faulting) loads and selects per lane."""
         condition = self.expr(node.args[0], ctx)
-        inner = ctx if not condition.varying else replace(ctx, guarded=True)
+        inner = replace(ctx, lazy=True) if not condition.varying else replace(ctx, guarded=True)
         t, f = self.expr(node.args[1], inner), self.expr(node.args[2], inner)
         return self.choose(condition, t, f, node.dtype, lazy=True)
 

@@ -175,19 +175,30 @@ class LoopGen:
         return False
 
     def open_axes(self, loops: list[For], bounds, ctx):
-        """Make the loops' variables arrays along new leading axes; returns the inner ctx."""
-        ndim = ctx.ndim + len(loops)
-        extents = [extent.text for _, extent in bounds]
+        """Make the loops' variables arrays along new leading axes; returns the inner ctx. A loop
+        of extent 1 needs no axis: its variable is simply its start value."""
+        axes = []
+        for loop, (start, extent) in zip(loops, bounds):
+            if _const(extent) and extent.interval[0] == 1:
+                self.env[id(loop.loop_var)] = VarInfo(
+                    start.text, loop.loop_var.dtype, False, start.interval
+                )
+            else:
+                axes.append((loop, start, extent))
+        if not axes:
+            return ctx
+        ndim = ctx.ndim + len(axes)
+        extents = [extent.text for _, _, extent in axes]
         shape = self.internal("shape")
         items = extents + ([f"*{ctx.shape}"] if ctx.shape else [])
         ctx = self.assign(ctx, shape, "(" + ", ".join(items) + ",)")
-        size = _static_size(bounds, ctx.size)
+        size = _static_size([(s, e) for _, s, e in axes], ctx.size)
         if size is not None:
             count = str(size)
         else:
             count = self.internal("count")
             ctx = self.assign(ctx, count, " * ".join(extents + [ctx.count]))
-        for position, (loop, (start, extent)) in enumerate(zip(loops, bounds)):
+        for position, (loop, start, extent) in enumerate(axes):
             ctx = self.axis(loop.loop_var, start, extent, position, ndim, ctx)
         return replace(ctx, ndim=ndim, shape=shape, size=size, count=count)
 
@@ -263,14 +274,14 @@ class LoopGen:
         masked = full.mask is not None
         target_ctx = ExprCtx(inner.ndim, masked)
         info = self.buffer_info(plan.buffer)
-        indices = [self.exprs.expr(i, target_ctx) for i in plan.indices]
-        values = self.exprs.expr(plan.value, ExprCtx(full.ndim, masked)).text
+        indices = [self.expr(i, full, target_ctx) for i in plan.indices]
+        values = self.expr(plan.value, full, ExprCtx(full.ndim, masked)).text
         if with_init:
-            base = self.exprs.expr(plan.start, target_ctx).text
+            base = self.expr(plan.start, full, target_ctx).text
         else:
-            base = self.exprs.expr(E.BufferLoad(plan.buffer, plan.indices), target_ctx).text
+            base = self.expr(E.BufferLoad(plan.buffer, plan.indices), full, target_ctx).text
         dt, kind, count = self.dtype_const(plan.buffer.dtype), plan.kind, full.ndim - inner.ndim
-        reduced = f"_rt.reduce_leading({kind!r}, {values}, {full.shape}, {count}, {dt})"
+        reduced = f"_rt.reduce_leading({kind!r}, {values}, {full.shape or '()'}, {count}, {dt})"
         result = f"_rt.combine({kind!r}, {base}, {reduced}, {dt})"
         self.store(info, indices, result, full.mask, full)
 
@@ -278,25 +289,26 @@ class LoopGen:
         """Guarded updates and inits anywhere in the nest: `runtime.reduction`."""
         target_ctx = ExprCtx(inner.ndim, True)
         info = self.buffer_info(plan.buffer)
-        indices = [self.exprs.expr(i, target_ctx) for i in plan.indices]
+        indices = [self.expr(i, full, target_ctx) for i in plan.indices]
         value_ctx = ExprCtx(full.ndim, full.mask is not None or plan.update_guard is not None)
-        values = self.exprs.expr(plan.value, value_ctx).text
+        values = self.expr(plan.value, full, value_ctx).text
         guard_ctx = ExprCtx(full.ndim, True)
         guards = [
-            None if guard is None else self.exprs.expr(guard, guard_ctx).text
+            None if guard is None else self.expr(guard, full, guard_ctx).text
             for guard in (plan.update_guard, plan.init_guard)
         ]
         mask = full.mask
         if mask is not None:  # lanes masked off outside the nest neither update nor init
             guards[0] = mask if guards[0] is None else f"({mask} & {guards[0]})"
             guards[1] = None if guards[1] is None else f"({mask} & {guards[1]})"
-        start = "None" if plan.start is None else self.exprs.expr(plan.start, target_ctx).text
-        current = self.exprs.expr(E.BufferLoad(plan.buffer, plan.indices), target_ctx).text
+        start = "None" if plan.start is None else self.expr(plan.start, full, target_ctx).text
+        current = self.expr(E.BufferLoad(plan.buffer, plan.indices), full, target_ctx).text
         dt, count = self.dtype_const(plan.buffer.dtype), full.ndim - inner.ndim
         result, written = self.internal("result"), self.internal("written")
+        shape = full.shape or "()"
         self.emit(
             full,
-            f"{result}, {written} = _rt.reduction({plan.kind!r}, {dt}, {full.shape}, {count}, "
+            f"{result}, {written} = _rt.reduction({plan.kind!r}, {dt}, {shape}, {count}, "
             f"{values}, {guards[0] or 'None'}, {guards[1] or 'None'}, {start}, {current})",
         )
         self.store(info, indices, result, written, full.with_live(result, written))

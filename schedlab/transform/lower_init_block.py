@@ -114,26 +114,10 @@ def _perfect_nest(loop: For) -> tuple[list[For], BlockRealize | None]:
 
 def _reduction_loops_start(chain: list[For], realize: BlockRealize) -> int | None:
     """Index in `chain` of the outermost reduction loop when the init can be hoisted there."""
-    block = realize.block
-    reduce = [
-        (iv, value)
-        for iv, value in zip(block.iter_vars, realize.iter_values)
-        if iv.iter_type == IterType.REDUCE
-    ]
-    others = [
-        value
-        for iv, value in zip(block.iter_vars, realize.iter_values)
-        if iv.iter_type != IterType.REDUCE
-    ]
-    position = {id(loop.loop_var): i for i, loop in enumerate(chain)}
-    used: set[int] = set()
-    for _, value in reduce:
-        for var in collect_vars(value):
-            if id(var) not in position:
-                return None  # bound to something that is not a loop of this nest
-            used.add(position[id(var)])
+    reduce, others = _split_bindings(realize)
+    used = _loops_used([value for _, value in reduce], chain)
     if not used:
-        return None
+        return None  # bound to no loop, or to something that is not a loop of this nest
     first = min(used)
     suffix = chain[first:]
     if used != set(range(first, len(chain))):
@@ -147,9 +131,30 @@ def _reduction_loops_start(chain: list[For], realize: BlockRealize) -> int | Non
         return None
     if any(as_int(loop.extent) is not None and as_int(loop.extent) <= 0 for loop in suffix):
         return None
-    if not _min_first_and_once(suffix, reduce):
-        return None
-    return first
+    return first if _min_first_and_once(suffix, reduce) else None
+
+
+def _split_bindings(realize: BlockRealize):
+    """(reduce (iter var, value) pairs, values bound to the other iter vars)."""
+    reduce, others = [], []
+    for iter_var, value in zip(realize.block.iter_vars, realize.iter_values):
+        if iter_var.iter_type == IterType.REDUCE:
+            reduce.append((iter_var, value))
+        else:
+            others.append(value)
+    return reduce, others
+
+
+def _loops_used(values: list[PrimExpr], chain: list[For]) -> set[int]:
+    """Positions in `chain` of the loops `values` use; empty if they use any other variable."""
+    position = {id(loop.loop_var): i for i, loop in enumerate(chain)}
+    used: set[int] = set()
+    for value in values:
+        for var in collect_vars(value):
+            if id(var) not in position:
+                return set()
+            used.add(position[id(var)])
+    return used
 
 
 def _min_first_and_once(suffix: list[For], reduce: list[tuple[IterVar, PrimExpr]]) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from schedlab.errors import LoweringError
 from schedlab.ir import op
 from schedlab.ir.buffer import BufferRegion, MatchBufferRegion
-from schedlab.ir.expr import BufferLoad, IntImm, PrimExpr
+from schedlab.ir.expr import BufferLoad, IntImm, PrimExpr, Var
 from schedlab.ir.function import PrimFunc
 from schedlab.ir.functor import Mutator, collect_vars, substitute
 from schedlab.ir.stmt import Allocate, Block, BlockRealize, BufferStore, IfThenElse, Stmt
@@ -113,44 +113,49 @@ def _inline_match_buffer(body: Stmt, match: MatchBufferRegion) -> Stmt:
     The view's dimensions line up with the trailing dimensions of the region; leading region
     dimensions must have extent 1 (TVM's rule). The view's own strides and elem_offset only
     describe that region, so they are not needed once accesses go to the source directly."""
-    view, source = match.buffer, match.source
-    ranges = source.region
+    view, ranges = match.buffer, match.source.region
     leading = len(ranges) - view.ndim
     if leading < 0 or any(not _is_one(r.extent) for r in ranges[:leading]):
         raise LoweringError(
             f"match_buffer {view.name}: a {view.ndim}-d view cannot match the region "
-            f"{list(ranges)} of {source.buffer.name} (leading dimensions need extent 1)"
+            f"{list(ranges)} of {match.source.buffer.name} (leading dimensions need extent 1)"
         )
-    # strides/elem_offset variables of a view are bound by the match (TVM); shapes usually
-    # reuse variables defined elsewhere, so only the former are refused in the body
-    view_vars = {id(v) for s in (*view.strides, view.elem_offset) for v in collect_vars(s)}
+    return _MatchBufferInliner(match, leading).visit(body)
 
-    def remap(indices) -> tuple[PrimExpr, ...]:
-        head = tuple(r.min for r in ranges[:leading])
-        return head + tuple(op.add(r.min, i) for r, i in zip(ranges[leading:], indices))
 
-    class _Inline(Mutator):
-        def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
-            node = self.generic_visit(node)
-            if node.buffer is not view:
-                return node
-            return BufferLoad(source.buffer, remap(node.indices))
+class _MatchBufferInliner(Mutator):
+    def __init__(self, match: MatchBufferRegion, leading: int):
+        self.view, self.source = match.buffer, match.source
+        self.leading = leading
+        # strides/elem_offset variables of a view are bound by the match (TVM); shapes usually
+        # reuse variables defined elsewhere, so only the former are refused in the body
+        view = self.view
+        self.view_vars = {id(v) for s in (*view.strides, view.elem_offset) for v in collect_vars(s)}
 
-        def visit_BufferStore(self, node: BufferStore) -> Stmt:
-            node = self.generic_visit(node)
-            if node.buffer is not view:
-                return node
-            return BufferStore(source.buffer, node.value, remap(node.indices))
+    def remap(self, indices) -> tuple[PrimExpr, ...]:
+        ranges = self.source.region
+        head = tuple(r.min for r in ranges[: self.leading])
+        return head + tuple(op.add(r.min, i) for r, i in zip(ranges[self.leading :], indices))
 
-        def visit_Var(self, var):
-            if id(var) in view_vars:
-                raise LoweringError(
-                    f"match_buffer {view.name}: its stride/offset variable {var.name} is used "
-                    "in the block body; bind it explicitly instead"
-                )
-            return var
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        node = self.generic_visit(node)
+        if node.buffer is not self.view:
+            return node
+        return BufferLoad(self.source.buffer, self.remap(node.indices))
 
-    return _Inline().visit(body)
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        node = self.generic_visit(node)
+        if node.buffer is not self.view:
+            return node
+        return BufferStore(self.source.buffer, node.value, self.remap(node.indices))
+
+    def visit_Var(self, var: Var) -> PrimExpr:
+        if id(var) in self.view_vars:
+            raise LoweringError(
+                f"match_buffer {self.view.name}: its stride/offset variable {var.name} is used "
+                "in the block body; bind it explicitly instead"
+            )
+        return var
 
 
 def _is_one(expr: PrimExpr) -> bool:

@@ -1,7 +1,7 @@
 """Analyzer facts: bind, update, scopes, lets, bounds."""
 
 import pytest
-from arith_text import text
+from .arith_text import text
 
 from schedlab.arith import Analyzer, ConstIntBound
 from schedlab.ir import Range, SizeVar, Var, const, op

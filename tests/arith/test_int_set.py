@@ -1,7 +1,7 @@
 """IntervalSet and eval_set: images of expressions over variable domains."""
 
 import pytest
-from arith_text import text
+from .arith_text import text
 
 from schedlab.arith import Analyzer, IntervalSet, eval_set
 from schedlab.ir import Range, SizeVar, Var, const, op

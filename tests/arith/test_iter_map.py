@@ -1,7 +1,7 @@
 """Affine iter-map detection: splits, fusions, predicates, overlaps, bijectivity."""
 
 import pytest
-from arith_text import text
+from .arith_text import text
 
 from schedlab.arith import (
     detect_iter_map,

@@ -1,6 +1,6 @@
 """Region inference on hand-built blocks: gemm update, conv with offsets, nested blocks."""
 
-from arith_text import region_text, text
+from .arith_text import region_text, text
 
 from schedlab.arith import (
     Analyzer,

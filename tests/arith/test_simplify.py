@@ -1,7 +1,7 @@
 """Unit tests for the simplifier rules (one or a few per rule)."""
 
 import pytest
-from arith_text import text
+from .arith_text import text
 
 from schedlab.arith import Analyzer
 from schedlab.ir import Range, SizeVar, Var, const, op

@@ -1,6 +1,6 @@
 """simplify_stmt / simplify_prim_func: loop ranges known while descending, proven branches go."""
 
-from arith_text import text
+from .arith_text import text
 
 from schedlab.arith import Analyzer, simplify_prim_func, simplify_stmt
 from schedlab.ir import (

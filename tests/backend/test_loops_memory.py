@@ -16,6 +16,7 @@ from schedlab.ir import (
     op,
 )
 from schedlab.ir.buffer import decl_buffer
+from schedlab.target import Target
 
 from ._lowered import Params, build, f32, i32, loop, rand, seq
 
@@ -206,3 +207,43 @@ def test_bool_buffers_and_logic():
     c = np.zeros(21, bool)
     kernel(a, m, c)
     np.testing.assert_array_equal(c, ((a > 0) & m) | ~(a > -1))
+
+
+def test_vector_stores_wider_than_the_machine_are_split():
+    """A 64-lane store becomes native-width chunks (gcc spills over-wide vectors); a store that
+    reads lanes another chunk writes stays whole, and both keep vector semantics."""
+    width = Target("cpu").simd_width // 32
+    p = Params()
+    A, C = p.buf("A", 65), p.buf("C", 64)
+    wide = Ramp(i32(0), i32(1), 64)
+    body = seq(
+        BufferStore(C, A[wide] * Broadcast(f32(2.0), 64) + C[wide], (wide,)),
+        BufferStore(A, A[wide], (Ramp(i32(1), i32(1), 64),)),  # shift right by one
+    )
+    kernel = build(p.func(body, "wide_stores"))
+    assert f"sl_store_float32x{width}(C + " in kernel.source
+    assert "sl_store_float32x64(A + 1, sl_load_float32x64(A + 0));" in kernel.source
+    a, c = rand(65), rand(64, seed=1)
+    expected_c = a[:64] * 2 + c
+    expected_a = np.concatenate([a[:1], a[:64]])
+    kernel(a, c)
+    np.testing.assert_allclose(c, expected_c, rtol=1e-6)
+    np.testing.assert_array_equal(a, expected_a)
+
+
+def test_repeated_lets_and_allocations_of_one_variable():
+    """An unrolled body repeats its LetStmt and Allocate with the same variable and buffer in
+    one sequence; each repetition gets its own C block."""
+    p = Params()
+    A, C = p.buf("A", 2), p.buf("C", 2)
+    x = Var("x", "float32")
+    tmp = decl_buffer((1,), "float32", "tmp", scope="local")
+
+    def body(k):
+        inner = seq(BufferStore(tmp, x, (i32(0),)), BufferStore(C, tmp[i32(0)] + x, (i32(k),)))
+        return LetStmt(x, A[i32(k)] * f32(2.0), Allocate(tmp, inner))
+
+    kernel = build(p.func(seq(body(0), body(1)), "repeated"))
+    a, c = rand(2), np.zeros(2, "float32")
+    kernel(a, c)
+    np.testing.assert_allclose(c, a * 4, rtol=1e-6)

@@ -1,5 +1,5 @@
 import pytest
-from conftest import make_gemm
+from .conftest import make_gemm
 
 from schedlab.ir import (
     For,

@@ -2,7 +2,7 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from script_helpers import make_func, roundtrip
+from .script_helpers import make_func, roundtrip
 
 from schedlab.ir import (
     EQ,

@@ -1,7 +1,7 @@
 """Golden text for a gemm, and hand-written `@T.prim_func` / `@I.ir_module` code parsed and
 checked against hand-built IR."""
 
-from script_helpers import gemm
+from .script_helpers import gemm
 
 from schedlab.ir import IRModule, assert_structural_equal
 from schedlab.script import from_source, script

@@ -1,6 +1,6 @@
 """Distinct objects with the same name print with distinct names; odd names become identifiers."""
 
-from script_helpers import make_func, roundtrip
+from .script_helpers import make_func, roundtrip
 
 from schedlab.ir import Add, BufferStore, For, SeqStmt, Var, decl_buffer
 from schedlab.script import expr_text, from_source

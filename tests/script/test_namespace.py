@@ -3,7 +3,7 @@
 import sys
 
 import pytest
-from script_helpers import gemm
+from .script_helpers import gemm
 
 from schedlab.errors import ScriptError
 from schedlab.ir import (

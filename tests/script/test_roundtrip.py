@@ -2,7 +2,7 @@
 kind, symbolic shapes and the lowered form."""
 
 import pytest
-from script_helpers import TRUE, gemm, make_func, roundtrip
+from .script_helpers import TRUE, gemm, make_func, roundtrip
 
 from schedlab.ir import (
     EQ,

@@ -1,6 +1,6 @@
 """CompactBufferAllocation: allocations shrink to the region their scope touches."""
 
-import tir_samples as ts
+from . import tir_samples as ts
 
 from schedlab.ir import (
     Allocate,

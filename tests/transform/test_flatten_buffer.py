@@ -1,7 +1,7 @@
 """FlattenBuffer: every buffer becomes 1-D (one axis per physical dimension)."""
 
 import pytest
-import tir_samples as ts
+from . import tir_samples as ts
 
 from schedlab.errors import LoweringError
 from schedlab.ir import (

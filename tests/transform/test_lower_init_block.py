@@ -1,7 +1,7 @@
 """LowerInitBlock: the init hoisted before the reduction loops where legal, else conditional."""
 
-import tir_samples as ts
-from tir_samples import R, S, gemm, nest, prim_func, realize
+from . import tir_samples as ts
+from .tir_samples import R, S, gemm, nest, prim_func, realize
 
 from schedlab.ir import (
     Block,

@@ -1,8 +1,8 @@
 """ConvertBlocksToOpaque and LowerOpaqueBlock: blocks to plain loops."""
 
 import pytest
-import tir_samples as ts
-from tir_samples import S, nest, prim_func, realize
+from . import tir_samples as ts
+from .tir_samples import S, nest, prim_func, realize
 
 from schedlab.errors import LoweringError
 from schedlab.ir import (

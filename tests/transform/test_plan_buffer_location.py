@@ -1,10 +1,11 @@
 """PlanAndUpdateBufferAllocationLocation: allocations move to the LCA of their uses."""
 
-import tir_samples as ts
-from tir_samples import R, S, nest, prim_func, realize
+from . import tir_samples as ts
+from .tir_samples import R, S, nest, prim_func, realize
 
 from schedlab.ir import (
     Allocate,
+    Block,
     BufferStore,
     For,
     SeqStmt,
@@ -13,7 +14,11 @@ from schedlab.ir import (
     decl_buffer,
     post_order_visit,
 )  # fmt: skip
-from schedlab.transform import lower_init_block, plan_and_update_buffer_allocation_location
+from schedlab.transform import (
+    lower,
+    lower_init_block,
+    plan_and_update_buffer_allocation_location,
+)  # fmt: skip
 
 plan = plan_and_update_buffer_allocation_location
 
@@ -79,3 +84,26 @@ def test_numerics_before_and_after():
         func, reference, in_shapes, out_shape = sample()
         after = plan(lower_init_block(func))
         ts.check_numerics(after, reference, in_shapes, out_shape)
+
+
+def test_buffer_used_inside_one_block_moves_to_its_alloc_buffers():
+    # for i: block outer(vi = i) { block P: T[0] = A[vi] * 2;  block Q: C[vi] = T[0] + 1 }
+    m = 5
+    A, C, T = (decl_buffer(s, "float32", x) for s, x in (((m,), "A"), ((m,), "C"), ((1,), "T")))
+    i, vi = Var("i"), Var("vi")
+    produce = realize("P", [], (), BufferStore(T, A[vi] * const(2.0, "float32"), (0,)))
+    consume = realize("Q", [], (), BufferStore(C, T[0] + const(1.0, "float32"), (vi,)))
+    outer = realize("outer", [(vi, m, S)], (i,), SeqStmt((produce, consume)))
+    func = prim_func("f", [A, C], nest([(i, m)], outer), allocs=(T,))
+    after = plan(func)
+    assert _root(after).alloc_buffers == ()
+    (moved,) = [b for b in _blocks(after) if b.name_hint == "outer"]
+    assert moved.alloc_buffers == (T,)
+    ts.check_numerics(after, lambda a: a * 2 + 1, [(m,)], (m,))
+    ts.check_numerics(lower(after)["f"], lambda a: a * 2 + 1, [(m,)], (m,))
+
+
+def _blocks(func):
+    found = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, Block) else None)
+    return found

@@ -1,6 +1,6 @@
 """Simplify: arith's statement simplifier over the function (index folding, dead branches)."""
 
-import tir_samples as ts
+from . import tir_samples as ts
 
 from schedlab.ir import (
     BufferStore,

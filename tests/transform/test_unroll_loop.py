@@ -1,6 +1,6 @@
 """UnrollLoop: unrolled loops expanded (fresh variables per copy); auto-unroll honoured."""
 
-import tir_samples as ts
+from . import tir_samples as ts
 
 from schedlab.ir import (
     BufferStore,

@@ -2,7 +2,7 @@
 stays a VECTORIZED loop."""
 
 import pytest
-import tir_samples as ts
+from . import tir_samples as ts
 
 from schedlab.ir import (
     Broadcast,

@@ -49,6 +49,11 @@ class CpuRenderer(CFamilyRenderer):
     kernel_prefix = "SL_KERNEL "
 
     @property
+    def native_vector_bits(self) -> int:
+        """The host's SIMD width: wider vector stores are split into native chunks."""
+        return int(getattr(self.target, "attrs", {}).get("simd_width", 0))
+
+    @property
     def openmp(self) -> bool:
         return bool(getattr(self.target, "attrs", {}).get("openmp", True))
 
