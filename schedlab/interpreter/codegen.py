@@ -239,22 +239,27 @@ class Translator(LoopGen):
         return translation
 
     def prologue(self, ctx: Ctx) -> Ctx:
+        """Scalar parameters, then the symbolic sizes bound from the arrays, then the buffers
+        (whose aliases may need those sizes)."""
         func = self.func
+        buffers = []
         for position, param in enumerate(func.params):
             buffer = func.buffer_map.get(param)
             if buffer is not None:
-                ctx = self.declare(buffer, f"_args[{position}]", ctx)
+                buffers.append((position, buffer))
             else:
                 name = self.fresh(param.name)
                 ctx = self.assign(ctx, name, f"_args[{position}]")
                 self.env[id(param)] = VarInfo(name, param.dtype)
-        for buffer in func.buffer_map.values():
+        for _, buffer in buffers:
             for part in (*buffer.shape, *buffer.strides, buffer.elem_offset):
                 for var in collect_vars(part):
                     if id(var) not in self.env:
                         name = self.fresh(var.name)
                         ctx = self.assign(ctx, name, f"_vars[{id(var)}]")
                         self.env[id(var)] = VarInfo(name, var.dtype, False, _size_interval(var))
+        for position, buffer in buffers:
+            ctx = self.declare(buffer, f"_args[{position}]", ctx)
         return ctx
 
     def written_params(self) -> frozenset[int]:
@@ -292,7 +297,7 @@ class Translator(LoopGen):
     def declare_alias(self, buffer: Buffer, storage: str, ctx: Ctx) -> Ctx:
         shape, strides, offset = self.layout(buffer, ctx)
         dt = self.dtype_const(buffer.dtype)
-        strides = strides if strides != "None" else f"_rt._compact_strides({shape})"
+        strides = strides if strides != "None" else f"_rt.compact_strides({shape})"
         self.declared.add(id(buffer))
         return self.declare(
             buffer, f"_rt.reinterpret({storage}, {dt}, {shape}, {strides}, {offset})", ctx

@@ -180,13 +180,13 @@ def allocate(dtype, shape: tuple, strides: tuple | None = None, offset: int = 0)
     fill = np.nan if dtype.kind == "f" or dtype.name == "bfloat16" else 0
     if strides is None and offset == 0:
         return np.full(shape, fill, dtype)
-    strides = strides if strides is not None else _compact_strides(shape)
+    strides = strides if strides is not None else compact_strides(shape)
     span = offset + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) + 1
     base = np.full(max(span, 1), fill, dtype)
     return strided_view(base, shape, strides, offset)
 
 
-def _compact_strides(shape: tuple) -> tuple:
+def compact_strides(shape: tuple) -> tuple:
     strides, running = [], 1
     for extent in reversed(shape):
         strides.append(running)

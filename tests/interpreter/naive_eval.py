@@ -133,8 +133,9 @@ _BINARY = {
     E.Mod: lambda a, b, t: np.fmod(a, b) if t.is_float else a - _trunc_div(a, b) * b,
     E.FloorDiv: _floordiv,
     E.FloorMod: _floormod,
-    E.Min: lambda a, b, t: min(a, b),
-    E.Max: lambda a, b, t: max(a, b),
+    # floats: NaN propagates (the interpreter's documented choice, numpy's minimum/maximum)
+    E.Min: lambda a, b, t: np.minimum(a, b) if t.is_float else min(a, b),
+    E.Max: lambda a, b, t: np.maximum(a, b) if t.is_float else max(a, b),
     E.EQ: lambda a, b, t: a == b,
     E.NE: lambda a, b, t: a != b,
     E.LT: lambda a, b, t: a < b,

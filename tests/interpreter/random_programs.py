@@ -10,7 +10,7 @@ common: the vectorizer must notice them.
 from __future__ import annotations
 
 import numpy as np
-from interp_builders import func, root
+from .interp_builders import func, root
 
 from schedlab.ir import (
     Block,
@@ -73,7 +73,9 @@ class ProgramGen:
             )
         if levels > 1 and self.chance(0.3):  # an imperfect nest: more loops after a statement
             inner = self.nest(loops, levels - 1)
-            body = SeqStmt.flatten(inner, body) if self.chance(0.5) else SeqStmt.flatten(body, inner)
+            body = (
+                SeqStmt.flatten(inner, body) if self.chance(0.5) else SeqStmt.flatten(body, inner)
+            )
         for var, extent in reversed(new):
             body = For(var, const(0), const(extent), self.pick(KINDS), body)
         return body

@@ -11,7 +11,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from interp_builders import func, loops, random_array, root, run_both
+from .interp_builders import func, loops, random_array, root, run_both
 
 from schedlab.ir import BufferStore, Let, Var, const, decl_buffer, op
 from schedlab.ir import expr as E

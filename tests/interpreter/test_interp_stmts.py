@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from interp_builders import block, func, loops, matmul, root, run_both, seq
+from .interp_builders import block, func, loops, matmul, root, run_both, seq
 
 import schedlab
 from schedlab.interpreter import interpret, scalar_mode, source
@@ -381,3 +381,19 @@ def test_deeply_nested_conditions_are_outlined():
         stmt = IfThenElse(a[0] >= -level, stmt)
     out = run_both(func([a], root(stmt)), np.zeros(1, "int32"))[0]
     assert out[0] == 1
+
+
+def test_buffers_sharing_storage_see_each_others_writes():
+    """A flat 1-D buffer over the same data as a 2-D parameter (what flattening produces)."""
+    a, b = decl_buffer((3, 4), "float32", "A"), decl_buffer((3, 4), "float32", "B")
+    flat = Buffer(a.data, "float32", (12,), "A_flat")
+    double = loops([12], lambda i: BufferStore(flat, flat[i] * 2.0, (i,)))
+    mixed = loops([3, 4], lambda i, j: BufferStore(b, a[i, j] + flat[i * 4 + j], (i, j)))
+    shift = loops([11], lambda i: BufferStore(flat, a[(i + 1) // 4, (i + 1) % 4], (i,)))
+    f = func([a, b], root(seq(double, mixed, shift)))
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    got_a, got_b = run_both(f, x, np.zeros((3, 4), "float32"))
+    np.testing.assert_array_equal(got_b, x * 4)
+    expected = (x * 2).reshape(-1)
+    expected[:11] = expected[1:]
+    np.testing.assert_array_equal(got_a.reshape(-1), expected)
