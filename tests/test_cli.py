@@ -6,10 +6,10 @@ import sys
 import pytest
 
 import schedlab
+from schedlab import workloads
 from schedlab.bench import parse_sizes, run_bench
 from schedlab.cli import main
 from schedlab.demo import run_demo
-from schedlab import workloads
 
 
 def test_version_from_a_fresh_process():

@@ -126,8 +126,16 @@ def register(
             raise ValueError(f"workload {name!r} is already registered")
         text = description or (inspect.getdoc(factory) or "").split("\n")[0]
         _REGISTRY[name] = Workload(
-            name, factory, reference, dict(defaults), flops, num_outputs, text, tuple(dtypes),
-            baseline, tuple(scale),
+            name,
+            factory,
+            reference,
+            dict(defaults),
+            flops,
+            num_outputs,
+            text,
+            tuple(dtypes),
+            baseline,
+            tuple(scale),
         )
         return factory
 

@@ -5,11 +5,12 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .test_simplify_property import _Gen
 
 from schedlab.arith import Analyzer, detect_iter_map, eval_set, evaluate
 from schedlab.ir import Range, Var, const
 from schedlab.ir import expr as E
+
+from .test_simplify_property import _Gen
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,11 +1,12 @@
 """Analyzer facts: bind, update, scopes, lets, bounds."""
 
 import pytest
-from .arith_text import text
 
 from schedlab.arith import Analyzer, ConstIntBound
 from schedlab.ir import Range, SizeVar, Var, const, op
 from schedlab.ir import expr as E
+
+from .arith_text import text
 
 x, y, t = Var("x"), Var("y"), Var("t")
 

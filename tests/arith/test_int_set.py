@@ -1,11 +1,12 @@
 """IntervalSet and eval_set: images of expressions over variable domains."""
 
 import pytest
-from .arith_text import text
 
 from schedlab.arith import Analyzer, IntervalSet, eval_set
 from schedlab.ir import Range, SizeVar, Var, const, op
 from schedlab.ir import expr as E
+
+from .arith_text import text
 
 i, j, k, f = (Var(n) for n in ("i", "j", "k", "f"))
 n = SizeVar("n")

@@ -1,7 +1,6 @@
 """Affine iter-map detection: splits, fusions, predicates, overlaps, bijectivity."""
 
 import pytest
-from .arith_text import text
 
 from schedlab.arith import (
     detect_iter_map,
@@ -19,6 +18,8 @@ from schedlab.ir import (
     const,
     decl_buffer,
 )
+
+from .arith_text import text
 
 i, j, k, f, i0, i1 = (Var(n) for n in ("i", "j", "k", "f", "i0", "i1"))
 

@@ -1,7 +1,5 @@
 """Region inference on hand-built blocks: gemm update, conv with offsets, nested blocks."""
 
-from .arith_text import region_text, text
-
 from schedlab.arith import (
     Analyzer,
     block_access_regions,
@@ -22,6 +20,8 @@ from schedlab.ir import (
     const,
     decl_buffer,
 )
+
+from .arith_text import region_text, text
 
 
 def _texts(regions):

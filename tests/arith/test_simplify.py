@@ -1,11 +1,12 @@
 """Unit tests for the simplifier rules (one or a few per rule)."""
 
 import pytest
-from .arith_text import text
 
 from schedlab.arith import Analyzer
 from schedlab.ir import Range, SizeVar, Var, const, op
 from schedlab.ir import expr as E
+
+from .arith_text import text
 
 i, j, k, x, y = (Var(n) for n in ("i", "j", "k", "x", "y"))
 n = SizeVar("n")

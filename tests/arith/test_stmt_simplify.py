@@ -1,7 +1,5 @@
 """simplify_stmt / simplify_prim_func: loop ranges known while descending, proven branches go."""
 
-from .arith_text import text
-
 from schedlab.arith import Analyzer, simplify_prim_func, simplify_stmt
 from schedlab.ir import (
     Block,
@@ -20,6 +18,8 @@ from schedlab.ir import (
 )
 from schedlab.ir import expr as E
 from schedlab.ir.structural import assert_structural_equal
+
+from .arith_text import text
 
 A = decl_buffer((64,), "float32", "A")
 i, j, t = Var("i"), Var("j"), Var("t")

@@ -10,7 +10,6 @@ common: the vectorizer must notice them.
 from __future__ import annotations
 
 import numpy as np
-from .interp_builders import func, root
 
 from schedlab.ir import (
     Block,
@@ -27,6 +26,8 @@ from schedlab.ir import (
     decl_buffer,
     op,
 )
+
+from .interp_builders import func, root
 
 KINDS = ("serial", "parallel", "vectorized", "unrolled")
 

@@ -11,10 +11,11 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from .interp_builders import func, loops, random_array, root, run_both
 
 from schedlab.ir import BufferStore, Let, Var, const, decl_buffer, op
 from schedlab.ir import expr as E
+
+from .interp_builders import func, loops, random_array, root, run_both
 
 N = 37
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from .interp_builders import block, func, loops, matmul, root, run_both, seq
 
 import schedlab
 from schedlab.interpreter import interpret, scalar_mode, source
@@ -28,6 +27,8 @@ from schedlab.ir import (
     decl_buffer,
     op,
 )
+
+from .interp_builders import block, func, loops, matmul, root, run_both, seq
 
 
 # -- blocks ----------------------------------------------------------------------------------

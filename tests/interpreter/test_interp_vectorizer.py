@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from .interp_builders import block, func, loops, matmul, root, run_both, seq
-from .naive_eval import Naive
-from .random_programs import ProgramGen
 
 from schedlab.interpreter import interpret, scalar_mode, source
 from schedlab.ir import BufferStore, IfThenElse, const, decl_buffer, op
+
+from .interp_builders import block, func, loops, matmul, root, run_both, seq
+from .naive_eval import Naive
+from .random_programs import ProgramGen
 
 
 def _loops_in(text: str) -> int:

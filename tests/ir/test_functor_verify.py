@@ -1,5 +1,4 @@
 import pytest
-from .conftest import make_gemm
 
 from schedlab.ir import (
     Block,
@@ -20,6 +19,8 @@ from schedlab.ir import (
     verify,
 )  # fmt: skip
 from schedlab.ir.transform import PassContext, PassRecorder, Sequential, prim_func_pass
+
+from .conftest import make_gemm
 
 
 def test_mutator_shares_untouched_subtrees():

@@ -1,5 +1,4 @@
 import pytest
-from .conftest import make_gemm
 
 from schedlab.ir import (
     For,
@@ -9,6 +8,8 @@ from schedlab.ir import (
     structural_equal,
     structural_hash,
 )  # fmt: skip
+
+from .conftest import make_gemm
 
 
 def test_alpha_equivalent_functions_are_equal_and_hash_equal():

@@ -2,7 +2,6 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from .script_helpers import make_func, roundtrip
 
 from schedlab.ir import (
     EQ,
@@ -33,6 +32,8 @@ from schedlab.ir import (
     const,
     decl_buffer,
 )  # fmt: skip
+
+from .script_helpers import make_func, roundtrip
 
 VI, VJ = Var("i"), Var("j")
 X = Var("x", "float32")

@@ -1,12 +1,12 @@
 """Golden text for a gemm, and hand-written `@T.prim_func` / `@I.ir_module` code parsed and
 checked against hand-built IR."""
 
-from .script_helpers import gemm
-
 from schedlab.ir import IRModule, assert_structural_equal
 from schedlab.script import from_source, script
 from schedlab.script import ir as I  # noqa: E741 - TVMScript's name
 from schedlab.script import tir as T
+
+from .script_helpers import gemm
 
 GEMM_TEXT = """\
 # from schedlab.script import tir as T

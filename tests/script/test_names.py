@@ -1,9 +1,9 @@
 """Distinct objects with the same name print with distinct names; odd names become identifiers."""
 
-from .script_helpers import make_func, roundtrip
-
 from schedlab.ir import Add, BufferStore, For, SeqStmt, Var, decl_buffer
 from schedlab.script import expr_text, from_source
+
+from .script_helpers import make_func, roundtrip
 
 
 def test_two_vars_named_i_print_as_i_and_i_1():

@@ -3,7 +3,6 @@
 import sys
 
 import pytest
-from .script_helpers import gemm
 
 from schedlab.errors import ScriptError
 from schedlab.ir import (
@@ -22,6 +21,8 @@ from schedlab.ir import (
 from schedlab.ir.node import ir_node
 from schedlab.script import expr_text, script, to_html
 from schedlab.script import tir as T
+
+from .script_helpers import gemm
 
 
 def test_dtype_objects_and_buffer_are_callable_for_annotations():

@@ -2,7 +2,6 @@
 kind, symbolic shapes and the lowered form."""
 
 import pytest
-from .script_helpers import TRUE, gemm, make_func, roundtrip
 
 from schedlab.ir import (
     EQ,
@@ -56,6 +55,8 @@ from schedlab.ir import (
 )  # fmt: skip
 from schedlab.ir.dtype import ALL_SCALAR_TYPES
 from schedlab.ir.intrin import INTRINSICS
+
+from .script_helpers import TRUE, gemm, make_func, roundtrip
 
 
 def _store_func(value, dtype=None, scalars=()):

@@ -1,7 +1,5 @@
 """CompactBufferAllocation: allocations shrink to the region their scope touches."""
 
-from . import tir_samples as ts
-
 from schedlab.ir import (
     Allocate,
     BufferStore,
@@ -20,6 +18,8 @@ from schedlab.transform import (
     lower_opaque_block,
     plan_and_update_buffer_allocation_location,
 )  # fmt: skip
+
+from . import tir_samples as ts
 
 
 def _prepare(func):

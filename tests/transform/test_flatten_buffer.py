@@ -1,7 +1,6 @@
 """FlattenBuffer: every buffer becomes 1-D (one axis per physical dimension)."""
 
 import pytest
-from . import tir_samples as ts
 
 from schedlab.errors import LoweringError
 from schedlab.ir import (
@@ -22,6 +21,8 @@ from schedlab.transform import (
     lower_opaque_block,
 )  # fmt: skip
 from schedlab.transform.flatten_buffer import is_flat
+
+from . import tir_samples as ts
 
 
 def _func(buffers, body):

@@ -1,8 +1,5 @@
 """LowerInitBlock: the init hoisted before the reduction loops where legal, else conditional."""
 
-from . import tir_samples as ts
-from .tir_samples import R, S, gemm, nest, prim_func, realize
-
 from schedlab.ir import (
     Block,
     BlockRealize,
@@ -17,6 +14,9 @@ from schedlab.ir import (
     post_order_visit,
 )  # fmt: skip
 from schedlab.transform import lower_init_block
+
+from . import tir_samples as ts
+from .tir_samples import R, S, gemm, nest, prim_func, realize
 
 
 def _blocks(func):

@@ -1,8 +1,6 @@
 """ConvertBlocksToOpaque and LowerOpaqueBlock: blocks to plain loops."""
 
 import pytest
-from . import tir_samples as ts
-from .tir_samples import S, nest, prim_func, realize
 
 from schedlab.errors import LoweringError
 from schedlab.ir import (
@@ -26,6 +24,9 @@ from schedlab.transform import (
     lower_opaque_block,
     plan_and_update_buffer_allocation_location,
 )  # fmt: skip
+
+from . import tir_samples as ts
+from .tir_samples import S, nest, prim_func, realize
 
 
 def _count(node, types):

@@ -2,7 +2,6 @@
 every single pass on odd sizes (the main proof)."""
 
 import pytest
-from . import tir_samples as ts
 
 from schedlab.errors import LoweringError
 from schedlab.ir import (
@@ -24,6 +23,8 @@ from schedlab.ir import (
 )  # fmt: skip
 from schedlab.ir.transform import PassContext, PassRecorder
 from schedlab.transform import lower, lower_passes, verify_lowered
+
+from . import tir_samples as ts
 
 PASS_NAMES = [
     "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",

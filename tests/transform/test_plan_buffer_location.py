@@ -1,8 +1,5 @@
 """PlanAndUpdateBufferAllocationLocation: allocations move to the LCA of their uses."""
 
-from . import tir_samples as ts
-from .tir_samples import R, S, nest, prim_func, realize
-
 from schedlab.ir import (
     Allocate,
     Block,
@@ -19,6 +16,9 @@ from schedlab.transform import (
     lower_init_block,
     plan_and_update_buffer_allocation_location,
 )  # fmt: skip
+
+from . import tir_samples as ts
+from .tir_samples import R, S, nest, prim_func, realize
 
 plan = plan_and_update_buffer_allocation_location
 

@@ -1,7 +1,5 @@
 """Simplify: arith's statement simplifier over the function (index folding, dead branches)."""
 
-from . import tir_samples as ts
-
 from schedlab.ir import (
     BufferStore,
     For,
@@ -13,6 +11,8 @@ from schedlab.ir import (
     decl_buffer,
 )  # fmt: skip
 from schedlab.transform import simplify
+
+from . import tir_samples as ts
 
 ONE = const(1.0, "float32")
 

@@ -1,7 +1,5 @@
 """UnrollLoop: unrolled loops expanded (fresh variables per copy); auto-unroll honoured."""
 
-from . import tir_samples as ts
-
 from schedlab.ir import (
     BufferStore,
     For,
@@ -23,6 +21,8 @@ from schedlab.transform import (
     simplify,
     unroll_loop,
 )  # fmt: skip
+
+from . import tir_samples as ts
 
 ONE = const(1.0, "float32")
 

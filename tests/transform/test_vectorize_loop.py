@@ -2,7 +2,6 @@
 stays a VECTORIZED loop."""
 
 import pytest
-from . import tir_samples as ts
 
 from schedlab.ir import (
     Broadcast,
@@ -27,6 +26,8 @@ from schedlab.transform import (
     simplify,
     vectorize_loop,
 )  # fmt: skip
+
+from . import tir_samples as ts
 
 F2 = const(2.0, "float32")
 

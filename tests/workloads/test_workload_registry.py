@@ -116,7 +116,6 @@ def test_default_sizes_build(name):
     assert workloads.spec(name).flops() >= 0
 
 
-
 @pytest.mark.parametrize(
     "name", [n for n in workloads.names() if workloads.spec(n).baseline is not None]
 )
