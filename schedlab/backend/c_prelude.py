@@ -99,9 +99,13 @@ def _floormod_float(tag: str, ctype: str) -> str:
 
 
 def _minmax(tag: str, ctype: str) -> str:
+    # NaN propagates (as numpy's minimum/maximum and the interpreter): `a != a` holds only for a
+    # NaN `a`; when `b` is NaN the comparison fails and `b` is returned. Integers lose nothing.
     return (
-        f"static inline {ctype} sl_min_{tag}({ctype} a, {ctype} b) {{ return a < b ? a : b; }}\n"
-        f"static inline {ctype} sl_max_{tag}({ctype} a, {ctype} b) {{ return a > b ? a : b; }}\n"
+        f"static inline {ctype} sl_min_{tag}({ctype} a, {ctype} b) "
+        f"{{ return (a < b || a != a) ? a : b; }}\n"
+        f"static inline {ctype} sl_max_{tag}({ctype} a, {ctype} b) "
+        f"{{ return (a > b || a != a) ? a : b; }}\n"
     )
 
 

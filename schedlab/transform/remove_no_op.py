@@ -44,7 +44,10 @@ _NO_OP = Evaluate(const(0))
 class _RemoveNoOp(Mutator):
     def visit_SeqStmt(self, node: SeqStmt) -> Stmt:
         items = [self.visit(stmt) for stmt in node.seq]
-        if all(a is b for a, b in zip(items, node.seq)) and not any(is_no_op(s) for s in items):
+        unchanged = all(a is b for a, b in zip(items, node.seq))
+        # nested sequences (a lowered block inside a sequence) are flattened too: the printed
+        # form cannot show nesting, so only flat sequences round-trip through the text form
+        if unchanged and not any(is_no_op(s) or isinstance(s, SeqStmt) for s in items):
             return node
         return SeqStmt.flatten(*items)
 

@@ -14,3 +14,12 @@ def test_workload_roundtrip(name):
     parsed = from_source(text)
     assert_structural_equal(func, parsed)
     assert parsed.script() == text
+
+
+@pytest.mark.parametrize("name", workloads.names())
+def test_lowered_workload_roundtrip(name):
+    """The lowered form (flat buffers, Allocate, hoisted inits) prints and parses back too."""
+    from schedlab.transform import lower
+
+    lowered = lower(workloads.get(name)[0])
+    assert_structural_equal(lowered, from_source(lowered.script()))
