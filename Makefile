@@ -16,8 +16,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]'
+$(STAMP): $(BIN)/python pyproject.toml extensions/schedlab_pool/pyproject.toml
+	$(BIN)/pip install -q -e '.[dev]' -e extensions/schedlab_pool
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -10,6 +10,18 @@ reference.
 # importing a family registers its workloads; names() lists them in this order
 from . import matmul  # isort: skip
 from . import conv, conv_special, norm, reduce, elemwise  # isort: skip
-from .registry import NUM_OUTPUTS_ATTR, Workload, get, make_args, names, register, spec
+from .registry import (
+    NUM_OUTPUTS_ATTR,
+    Workload,
+    get,
+    load_plugins,
+    make_args,
+    names,
+    register,
+    spec,
+)  # fmt: skip
 
-__all__ = ["NUM_OUTPUTS_ATTR", "Workload", "get", "make_args", "names", "register", "spec"]
+__all__ = [
+    "NUM_OUTPUTS_ATTR", "Workload", "get", "load_plugins", "make_args", "names", "register",
+    "spec",
+]  # fmt: skip

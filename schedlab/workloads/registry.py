@@ -142,13 +142,43 @@ def register(
     return decorate
 
 
-def names() -> list[str]:
-    """The registered workload names, in registration order."""
-    return list(_REGISTRY)
+ENTRY_POINT_GROUP = "schedlab.workloads"
+_plugins_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Import the installed extensions listed under the entry-point group `schedlab.workloads`
+    (once per process); importing one registers its workloads. Returns the modules loaded. A
+    broken extension raises ImportError naming it, rather than hiding its workloads."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return []
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry.load()
+        except Exception as err:
+            raise ImportError(f"schedlab extension {entry.name!r} ({entry.value}) failed to "
+                              f"load: {err}") from err  # fmt: skip
+        loaded.append(entry.value)
+    return loaded
+
+
+def names(include_plugins: bool = True) -> list[str]:
+    """The registered workload names, in registration order; with `include_plugins=False` only
+    schedlab's own (those defined inside the schedlab package)."""
+    load_plugins()
+    if include_plugins:
+        return list(_REGISTRY)
+    return [n for n, w in _REGISTRY.items() if w.factory.__module__.startswith("schedlab.")]
 
 
 def spec(name: str) -> Workload:
     """The Workload registered as `name`; ValueError listing the valid names otherwise."""
+    load_plugins()
     found = _REGISTRY.get(name)
     if found is None:
         raise ValueError(f"unknown workload {name!r}; valid workloads: {', '.join(names())}")
