@@ -26,7 +26,7 @@ demo: toolchain venv
 	$(BIN)/schedlab demo
 
 test: toolchain venv
-	$(BIN)/python -m pytest -n 2 -q tests
+	$(BIN)/python -m pytest -n 2 -q --doctest-modules tests schedlab/schedule
 
 soak: toolchain venv
 	SCHEDLAB_SOAK=1 $(BIN)/python -m pytest -q tests -m "soak or not soak"

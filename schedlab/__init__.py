@@ -31,6 +31,10 @@ _LAZY = {
     "build": ("schedlab.backend.build", "build"),
     "Kernel": ("schedlab.backend.build", "Kernel"),
     "Target": ("schedlab.target", "Target"),
+    "schedule": ("schedlab.schedule", None),
+    "Schedule": ("schedlab.schedule", "Schedule"),
+    "ScheduleError": ("schedlab.schedule", "ScheduleError"),
+    "Trace": ("schedlab.schedule", "Trace"),
 }
 
 

@@ -68,7 +68,9 @@ from .stmt import (
     SeqStmt,
     Stmt,
 )  # fmt: skip
-from .structural import assert_structural_equal, structural_equal, structural_hash
+from .structural import (
+    assert_structural_equal, structural_equal, structural_fingerprint, structural_hash,
+)  # fmt: skip
 from .verify import VerifyError, verify
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -259,3 +259,14 @@ def structural_hash(node) -> int:
     hasher = _Hasher()
     hasher.value(node, node, "root")
     return hash(tuple(hasher.parts))
+
+
+def structural_fingerprint(node) -> str:
+    """A hex digest consistent with `structural_equal` that is stable across processes and
+    machines (unlike `structural_hash`, which uses Python's salted string hash). Traces record it
+    to recognise the workload they were made for."""
+    import hashlib
+
+    hasher = _Hasher()
+    hasher.value(node, node, "root")
+    return hashlib.sha256(repr(tuple(hasher.parts)).encode()).hexdigest()

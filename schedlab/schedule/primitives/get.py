@@ -1,0 +1,82 @@
+"""Retrieval: find blocks and loops (pure; they never change the IR)."""
+
+from __future__ import annotations
+
+from schedlab.ir.stmt import Block, For
+
+from ..analysis.dependence import consumers, producers
+from ..errors import BlockNotFoundError, ScheduleError
+from ..instruction import PrimitiveContext, primitive
+
+
+@primitive("GetBlock", inputs=(), outputs="block", pure=True)
+def get_block(ctx: PrimitiveContext, name: str, func_name: str | None = None):
+    """Find the block named `name` (in function `func_name`, or in any function).
+
+    Raises BlockNotFoundError when no block, or more than one, has that name.
+
+    >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
+    >>> sch.get(sch.get_block("C")).name_hint
+    'C'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"get_block: name must be a str, got {type(name).__name__}")
+    state = ctx.state
+    if func_name is not None and func_name not in state.mod:
+        known = ", ".join(state.mod.get_global_vars())
+        raise BlockNotFoundError(f"there is no function {func_name!r} (functions: {known})")
+    found = state.blocks_named(name, func_name)
+    if len(found) != 1:
+        known = sorted({b.name_hint for b in _all_blocks(state) if b.name_hint != "root"})
+        what = "no block" if not found else f"{len(found)} blocks"
+        raise BlockNotFoundError(
+            f"{what} named {name!r}; blocks: {', '.join(known) or 'none'}", found
+        )
+    return state, found[0]
+
+
+def _all_blocks(state):
+    return [state.node(uid) for uid in state.uids() if isinstance(state.node(uid), Block)]
+
+
+@primitive("GetLoops", inputs=("block",), outputs="loops", pure=True)
+def get_loops(ctx: PrimitiveContext, block: Block):
+    """The loops above `block` inside its scope, outermost first.
+
+    >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
+    >>> [sch.get(l).loop_var.name for l in sch.get_loops(sch.get_block("C"))]
+    ['i', 'j', 'k']
+    """
+    _expect(block, Block, "block", "get_loops")
+    return ctx.state, ctx.state.loops_above(block)
+
+
+@primitive("GetChildBlocks", inputs=("block_or_loop",), outputs="blocks", pure=True)
+def get_child_blocks(ctx: PrimitiveContext, block_or_loop: Block | For):
+    """The blocks directly under a block or loop (not nested inside other blocks), in order."""
+    _expect(block_or_loop, (Block, For), "block_or_loop", "get_child_blocks")
+    return ctx.state, ctx.state.child_blocks(block_or_loop)
+
+
+@primitive("GetProducers", inputs=("block",), outputs="blocks", pure=True)
+def get_producers(ctx: PrimitiveContext, block: Block):
+    """The blocks of the same scope that write what `block` reads."""
+    _expect(block, Block, "block", "get_producers")
+    return ctx.state, producers(ctx.state, block)
+
+
+@primitive("GetConsumers", inputs=("block",), outputs="blocks", pure=True)
+def get_consumers(ctx: PrimitiveContext, block: Block):
+    """The blocks of the same scope that read what `block` writes."""
+    _expect(block, Block, "block", "get_consumers")
+    return ctx.state, consumers(ctx.state, block)
+
+
+def _expect(value, types, name: str, primitive_name: str) -> None:
+    if not isinstance(value, types):
+        expected = " or ".join(
+            t.__name__ for t in (types if isinstance(types, tuple) else (types,))
+        )
+        raise ScheduleError(
+            f"{primitive_name}: {name} must be a {expected} handle, got {type(value).__name__}"
+        )

@@ -1,0 +1,284 @@
+"""Traces: the primitives applied to a schedule, as data.
+
+A `Trace` is a tuple of `Instruction`s (kind, inputs, attrs, outputs) plus the decisions taken by
+sampling instructions. It serializes to JSON (`as_json`, schema below) and to Python
+(`as_python`, a runnable `def apply_trace(sch):`), and replays onto a fresh schedule
+(`apply_to_schedule`). Reading a trace never executes code: JSON is parsed as data and every
+instruction kind must be a registered primitive.
+
+JSON schema (version 1):
+    {"schema": "schedlab.trace", "version": 1,
+     "workload": <structural fingerprint of the module it was recorded on, or null>,
+     "target": <target string or null>,
+     "insts": [[kind, inputs, attrs, outputs], ...],
+     "decisions": [[instruction index, decision], ...]}
+`insts` and `decisions` follow TVM's trace JSON: handles are named b<i> (blocks), l<i> (loops),
+v<i> (sampled integers) with one counter; None is "None"; strings among inputs are JSON-quoted
+('"C"'); attrs are plain JSON. `Trace.from_json` also accepts TVM's bare `[insts, decisions]`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TraceError
+from .handles import BlockRV, ExprRV, LoopRV, is_handle
+from .instruction import get_kind
+
+SCHEMA = "schedlab.trace"
+VERSION = 1
+POSTPROC_MARKER = "EnterPostproc"
+_PREFIX = {BlockRV: "b", LoopRV: "l", ExprRV: "v"}
+
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    kind: str
+    inputs: tuple
+    attrs: tuple
+    outputs: tuple
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.kind}, inputs={self.inputs}, attrs={self.attrs})"
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """Instructions plus the decisions of sampling instructions (keyed by instruction)."""
+
+    insts: tuple[Instruction, ...] = ()
+    decisions: dict = field(default_factory=dict)
+    workload: str | None = None
+    target: str | None = None
+
+    # -- editing ----------------------------------------------------------------------------
+    def append(self, inst: Instruction, decision=None) -> Trace:
+        decisions = dict(self.decisions)
+        if decision is not None:
+            decisions[inst] = decision
+        return Trace(self.insts + (inst,), decisions, self.workload, self.target)
+
+    def get_decision(self, inst: Instruction):
+        return self.decisions.get(inst)
+
+    def with_decision(self, inst: Instruction, decision, remove_postproc: bool = False) -> Trace:
+        """A copy with one sampling instruction's decision replaced."""
+        if not any(inst is i for i in self.insts):
+            raise TraceError(f"with_decision: {inst} is not in this trace")
+        if not get_kind(inst.kind).is_sampling:
+            raise TraceError(f"with_decision: {inst.kind} is not a sampling instruction")
+        trace = self._without_postproc() if remove_postproc else self
+        return Trace(trace.insts, {**trace.decisions, inst: decision}, self.workload, self.target)
+
+    def simplified(self, remove_postproc: bool = False) -> Trace:
+        """Dead-code elimination: drop pure instructions (retrieval, sampling) whose outputs
+        nothing later uses."""
+        trace = self._without_postproc() if remove_postproc else self
+        used: set[int] = set()
+        kept: list[Instruction] = []
+        for inst in reversed(trace.insts):
+            outputs = {id(o) for o in _handles_in(inst.outputs)}
+            if get_kind(inst.kind).is_pure and not outputs & used:
+                continue
+            kept.append(inst)
+            used |= {id(h) for h in _handles_in(inst.inputs)}
+        kept.reverse()
+        decisions = {i: d for i, d in trace.decisions.items() if any(i is k for k in kept)}
+        return Trace(tuple(kept), decisions, self.workload, self.target)
+
+    def _without_postproc(self) -> Trace:
+        for index, inst in enumerate(self.insts):
+            if inst.kind == POSTPROC_MARKER:
+                kept = self.insts[:index]
+                decisions = {i: d for i, d in self.decisions.items() if i in kept}
+                return Trace(kept, decisions, self.workload, self.target)
+        return self
+
+    # -- replay -----------------------------------------------------------------------------
+    def apply_to_schedule(self, sch, remove_postproc: bool = False,
+                          decision_provider: Callable | None = None) -> None:  # fmt: skip
+        """Replay onto `sch` (normally a fresh schedule of the same workload). Sampling
+        instructions reuse their decisions; `decision_provider(inst, inputs, attrs, decision)`
+        may return a different one. Raises TraceError for a different workload or target."""
+        self._check_compatible(sch)
+        trace = self._without_postproc() if remove_postproc else self
+        mapping: dict[int, Any] = {}
+        for index, inst in enumerate(trace.insts):
+            inputs = _map_handles(inst.inputs, mapping)
+            decision = trace.decisions.get(inst)
+            if decision_provider is not None:
+                decision = decision_provider(inst, inputs, inst.attrs, decision)
+            try:
+                outputs = sch._apply_instruction(inst.kind, inputs, inst.attrs, decision)
+            except TraceError:
+                raise
+            except Exception as err:
+                raise TraceError(
+                    f"replaying instruction {index} ({inst.kind}) failed: {err}"
+                ) from err
+            for old, new in zip(_handles_in(inst.outputs), _handles_in(outputs)):
+                mapping[id(old)] = new
+
+    def _check_compatible(self, sch) -> None:
+        if self.workload is not None and self.workload != sch.workload_fingerprint:
+            raise TraceError(
+                "this trace was recorded on a different workload: its fingerprint is "
+                f"{self.workload[:16]}..., the schedule's is {sch.workload_fingerprint[:16]}... "
+                "(a trace only replays on the function it was made for)"
+            )
+        if self.target is not None and sch.target is not None and self.target != str(sch.target):
+            raise TraceError(
+                f"this trace was tuned for target {self.target!r}, the schedule is for "
+                f"{str(sch.target)!r}"
+            )
+
+    # -- serialization ----------------------------------------------------------------------
+    def as_json(self, remove_postproc: bool = False) -> dict:
+        trace = self._without_postproc() if remove_postproc else self
+        names = _Names()
+        insts = []
+        index_of = {}
+        for index, inst in enumerate(trace.insts):
+            index_of[id(inst)] = index
+            insts.append([
+                inst.kind,
+                [_encode_input(v, names) for v in inst.inputs],
+                [_encode_attr(v) for v in inst.attrs],
+                [names.define(h) for h in inst.outputs],
+            ])  # fmt: skip
+        decisions = [[index_of[id(i)], _encode_attr(d)] for i, d in trace.decisions.items()]
+        decisions.sort()
+        return {"schema": SCHEMA, "version": VERSION, "workload": self.workload,
+                "target": self.target, "insts": insts, "decisions": decisions}  # fmt: skip
+
+    def as_tvm_json(self, remove_postproc: bool = False) -> list:
+        """TVM's bare `[insts, decisions]` form."""
+        data = self.as_json(remove_postproc)
+        return [data["insts"], data["decisions"]]
+
+    @staticmethod
+    def from_json(data) -> Trace:
+        """Read a trace from its JSON form (a dict, TVM's [insts, decisions] list, or text).
+        Only data is read; unknown instruction kinds and malformed entries raise TraceError."""
+        return _read_json(data)
+
+    def as_python(self, remove_postproc: bool = False) -> list[str]:
+        """One line per instruction, as Python calls on `sch` (decisions inline)."""
+        trace = self._without_postproc() if remove_postproc else self
+        names = _Names()
+        lines = []
+        for inst in trace.insts:
+            kind = get_kind(inst.kind)
+            args = [
+                ", ".join(_py_value(x, names) for x in v) if p == kind.varargs
+                else f"{p}={_py_value(v, names)}"
+                for p, v in zip(kind.inputs, inst.inputs)
+            ]  # fmt: skip
+            args += [f"{p}={v!r}" for p, v in zip(kind.attrs, inst.attrs)]
+            if inst in trace.decisions:
+                args.append(f"decision={trace.decisions[inst]!r}")
+            call = f"sch.{kind.method}({', '.join(args)})"
+            outs = [names.define(h) for h in inst.outputs]
+            many = kind.outputs in ("loops", "blocks", "exprs")
+            target = ", ".join(outs) + ("," if many and len(outs) == 1 else "")
+            target = f"{target} = " if outs else ""
+            lines.append(f"{target}{call}")
+        return lines
+
+    def as_python_function(self, remove_postproc: bool = False) -> str:
+        body = self.as_python(remove_postproc) or ["pass"]
+        return "def apply_trace(sch):\n" + "".join(f"    {line}\n" for line in body)
+
+    def __str__(self) -> str:
+        return self.as_python_function()
+
+    def __len__(self) -> int:
+        return len(self.insts)
+
+
+class _Names:
+    """Trace names for handles: b0, l1, v2 ... with one counter, in order of definition."""
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def define(self, handle) -> str:
+        if id(handle) not in self.names:
+            self.names[id(handle)] = f"{_PREFIX[type(handle)]}{len(self.names)}"
+        return self.names[id(handle)]
+
+    def get(self, handle) -> str:
+        try:
+            return self.names[id(handle)]
+        except KeyError:
+            raise TraceError(f"{handle!r} is used before any instruction defines it") from None
+
+
+def _handles_in(value) -> list:
+    if is_handle(value):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [h for item in value for h in _handles_in(item)]
+    return []
+
+
+def _map_handles(value, mapping: dict[int, Any]):
+    if is_handle(value):
+        if id(value) not in mapping:
+            raise TraceError(f"{value!r} is used before any instruction defines it")
+        return mapping[id(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_handles(v, mapping) for v in value)
+    return value
+
+
+def _encode_input(value, names: _Names):
+    if is_handle(value):
+        return names.get(value)
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return [_encode_input(v, names) for v in value]
+    return _encode_attr(value)
+
+
+def _encode_attr(value):
+    from .values import encode_value
+
+    return encode_value(value)
+
+
+def _py_value(value, names: _Names) -> str:
+    if is_handle(value):
+        return names.get(value)
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_py_value(v, names) for v in value)
+        return f"[{inner}]"
+    from .values import python_value
+
+    return python_value(value)
+
+
+def _read_json(data) -> Trace:
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as err:
+            raise TraceError(f"trace JSON is malformed: {err}") from None
+    if isinstance(data, list) and len(data) == 2:
+        data = {"schema": SCHEMA, "version": VERSION, "insts": data[0], "decisions": data[1]}
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise TraceError(f"not a schedlab trace: expected a dict with schema {SCHEMA!r}")
+    if data.get("version") != VERSION:
+        raise TraceError(
+            f"unsupported trace version {data.get('version')!r} (this reads {VERSION})"
+        )
+    from .json_reader import read_instructions
+
+    insts, decisions = read_instructions(data.get("insts"), data.get("decisions", []))
+    return Trace(tuple(insts), decisions, data.get("workload"), data.get("target"))
