@@ -171,7 +171,8 @@ class Schedule:
         try:
             state, outputs = kind.call(ctx, kwargs)
         except ScheduleError as err:
-            raise err.attach(kind.method, self._error_func(err), self.error_render_level)
+            err.attach(kind.method, self._error_func(err), self.error_render_level)
+            raise
         if self.debug and state is not version.state:
             _check_well_formed(state, kind.method)
         out_handles, table = self._wrap_outputs(kind.outputs, outputs, version.handles)
