@@ -1,6 +1,7 @@
 """`schedlab bench`: a compiled workload next to numpy (and, for gemm, hand-written C loops),
 checked for correctness first, then timed interleaved in one process and reported as GFLOP/s
-and ratios."""
+and ratios. `--trace FILE` schedules the workload with a recorded trace before building it (the
+package ships examples: `schedlab/examples/*.json`, also found by bare name)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import ctypes
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from schedlab import workloads
+from schedlab.schedule.errors import TraceError
 from schedlab.timing import Timings, time_side_by_side
 
 # Hand-written baselines compiled with exactly the kernel's flags: the textbook i-j-k loop (the
@@ -39,6 +42,9 @@ void naive_gemm_ikj_omp(const float* restrict A, const float* restrict B, float*
 """
 
 
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+
+
 @dataclass(frozen=True)
 class BenchRow:
     name: str
@@ -64,6 +70,41 @@ def parse_sizes(workload: workloads.Workload, text: str | None) -> dict[str, int
             raise ValueError(f"--size: expected N or KEY=VALUE[,KEY=VALUE], got {text!r}")
         sizes[key.strip()] = int(value)
     return sizes
+
+
+def find_trace(text: str) -> Path:
+    """A trace file: a path, or the name of a shipped example (with or without `.json`)."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    for candidate in (EXAMPLES_DIR / path.name, EXAMPLES_DIR / f"{path.name}.json"):
+        if candidate.is_file():
+            return candidate
+    shipped = ", ".join(sorted(p.name for p in EXAMPLES_DIR.glob("*.json"))) or "none"
+    raise TraceError(f"--trace: no file {text!r} (shipped examples: {shipped})")
+
+
+def load_trace(text: str):
+    """Read a trace JSON file (data only: nothing in it is executed)."""
+    from schedlab.schedule import Trace
+
+    path = find_trace(text)
+    try:
+        data = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise TraceError(f"--trace: cannot read {path}: {err}") from None
+    return Trace.from_json(data)
+
+
+def scheduled(func, trace_file: str | None, target: str):
+    """`func` with the trace replayed on it (unchanged without a trace)."""
+    if trace_file is None:
+        return func
+    from schedlab.schedule import Schedule
+
+    sch = Schedule(func, debug=False, target=target)
+    load_trace(trace_file).apply_to_schedule(sch)
+    return sch.mod
 
 
 def _naive_gemm_candidates(args, target) -> dict[str, Callable[[], object]]:
@@ -103,8 +144,10 @@ def run_bench(
     min_repeat_ms: float = 100.0,
     naive: bool = True,
     printer=print,
+    trace: str | None = None,
 ) -> list[BenchRow]:
-    """Build, check and time workload `name`; print a table; return its rows."""
+    """Build, check and time workload `name` (scheduled by the JSON trace file `trace`, if
+    given); print a table; return its rows."""
     import schedlab
 
     spec = workloads.spec(name)
@@ -112,10 +155,11 @@ def run_bench(
     func, reference = workloads.get(name, **sizes)
     args = workloads.make_args(func, seed=0)
     num_inputs = len(args) - spec.num_outputs
-    kernel = schedlab.build(func, target=target)
+    kernel = schedlab.build(scheduled(func, trace, target), target=target)
     error = _check(kernel, args, reference, spec.num_outputs)
     baseline = spec.bound_baseline(**sizes)
-    candidates = {"schedlab (no schedule)": lambda: kernel(*args)}
+    label = "schedlab (trace)" if trace else "schedlab (no schedule)"
+    candidates = {label: lambda: kernel(*args)}
     if naive and name == "gemm" and func.buffers[0].dtype == "float32":
         candidates.update(_naive_gemm_candidates(args, kernel.target))
     numpy_label = "numpy" if spec.baseline else "numpy reference (float64)"
@@ -144,3 +188,129 @@ def _print_table(printer, spec, sizes, rows, numpy_label, error) -> None:
             f"{best:>10.2f}{ratio:>9.2f}x"
         )
     printer("(GFLOP/s from the best run; 'vs numpy' = numpy median / candidate median, >1 faster)")
+
+
+# -- `schedlab bench-schedule`: how responsive scheduling is ------------------------------------
+PRIMITIVE_GOAL_MS = 5.0  # one primitive, as a person applies it in the explorer
+REPLAY_GOAL_MS = 50.0  # replaying a 30-instruction trace, as a production build does
+
+
+def _matmul_handles(sch):
+    """The handles the primitive cases start from: matmul block, its loops, the relu block."""
+    block = sch.get_block("matmul")
+    return block, sch.get_loops(block), sch.get_block("T_relu")
+
+
+# Each case applies one primitive to a fresh matmul+bias+relu schedule.
+PRIMITIVE_CASES: dict[str, Callable] = {
+    "split": lambda sch, b, loops, relu: sch.split(loops[0], [None, 16]),
+    "fuse": lambda sch, b, loops, relu: sch.fuse(loops[0], loops[1]),
+    "reorder": lambda sch, b, loops, relu: sch.reorder(loops[1], loops[0]),
+    "parallel": lambda sch, b, loops, relu: sch.parallel(loops[0]),
+    "vectorize": lambda sch, b, loops, relu: sch.vectorize(loops[1]),
+    "cache_write": lambda sch, b, loops, relu: sch.cache_write(b, 0, "local"),
+    "compute_at": lambda sch, b, loops, relu: sch.compute_at(b, sch.get_loops(relu)[0]),
+    "decompose_reduction": lambda sch, b, loops, relu: sch.decompose_reduction(b, loops[2]),
+}
+
+
+def schedule_30_steps(sch) -> None:
+    """A realistic 30-instruction schedule of matmul+bias+relu (tiling with sampled factors,
+    a local accumulator, the epilogue folded into its write-back, parallel, vector, unroll):
+    the trace the replay benchmark times."""
+    block, relu = sch.get_block("matmul"), sch.get_block("T_relu")
+    i, j, k = sch.get_loops(block)
+    i0, i1, i2 = sch.split(i, sch.sample_perfect_tile(i, n=3, max_innermost_factor=4))
+    j0, j1, j2 = sch.split(j, sch.sample_perfect_tile(j, n=3, max_innermost_factor=16))
+    k0, k1 = sch.split(k, sch.sample_perfect_tile(k, n=2, max_innermost_factor=4))
+    sch.reorder(i0, j0, i1, j1, k0, i2, k1, j2)
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, j1)
+    sch.reverse_compute_inline(relu)
+    sch.decompose_reduction(block, k0)
+    sch.parallel(sch.fuse(i0, j0))
+    sch.vectorize(j2)
+    sch.unroll(k1)
+    sch.unroll(i2)
+    sch.annotate(block, "pragma_auto_unroll_max_step", 64)
+    *_, wb_inner = sch.get_loops(write_back)
+    wb_outer, wb_vec = sch.split(wb_inner, [None, 4])
+    sch.vectorize(wb_vec)
+    sch.unroll(wb_outer)
+    init = sch.get_block("matmul_init")
+    sch.vectorize(sch.get_loops(init)[-1])
+
+
+def _median_ms(samples: list[float]) -> float:
+    return sorted(samples)[len(samples) // 2] * 1e3
+
+
+def time_primitive(func, case: Callable, repeat: int, debug: bool) -> float:
+    """Median milliseconds of one primitive applied to a fresh schedule (undone in between);
+    the time includes the index of the new IR version (what the next action needs)."""
+    import time
+
+    from schedlab.schedule import Schedule
+
+    sch = Schedule(func, debug=debug)
+    handles = _matmul_handles(sch)
+    base = len(sch.history)
+    samples = []
+    for _ in range(repeat + 1):
+        start = time.perf_counter()
+        case(sch, *handles)
+        sch.state.uids()
+        samples.append(time.perf_counter() - start)
+        while len(sch.history) > base:
+            sch.undo()
+    return _median_ms(samples[1:])
+
+
+def time_replay(func, trace, repeat: int, debug: bool, from_json: bool) -> float:
+    """Median milliseconds of replaying `trace` onto a fresh schedule (from its JSON text when
+    `from_json`: reading included)."""
+    import json
+    import time
+
+    from schedlab.schedule import Schedule, Trace
+
+    text = json.dumps(trace.as_json())
+    samples = []
+    for _ in range(repeat + 1):
+        start = time.perf_counter()
+        replayed = trace if not from_json else Trace.from_json(text)
+        replayed.apply_to_schedule(Schedule(func, debug=debug))
+        samples.append(time.perf_counter() - start)
+    return _median_ms(samples[1:])
+
+
+def run_schedule_bench(size: str | None = None, repeat: int = 30, printer=print) -> dict:
+    """Time each primitive case and the 30-instruction replay on matmul+bias+relu; print a
+    table against the goals; return {figure: median ms}."""
+    from schedlab.schedule import Schedule
+
+    spec = workloads.spec("matmul_bias_relu")
+    sizes = parse_sizes(spec, size)
+    func, _ = workloads.get("matmul_bias_relu", **sizes)
+    shown = ", ".join(f"{k}={v}" for k, v in spec.resolve(sizes).items())
+    printer(f"matmul_bias_relu ({shown}); medians of {repeat} runs, in ms")
+    printer(f"{'figure':<34}{'debug=True':>12}{'debug=False':>12}{'goal':>8}")
+    figures = {}
+    for name, case in PRIMITIVE_CASES.items():
+        times = [time_primitive(func, case, repeat, debug) for debug in (True, False)]
+        figures[name] = times[0]
+        _print_figure(printer, f"primitive: {name}", times, PRIMITIVE_GOAL_MS)
+    sch = Schedule(func, seed=0)
+    schedule_30_steps(sch)
+    trace = sch.trace
+    for from_json in (False, True):
+        label = f"replay {len(trace)} insts" + (" from JSON" if from_json else "")
+        times = [time_replay(func, trace, repeat, debug, from_json) for debug in (True, False)]
+        figures[label] = times[0]
+        _print_figure(printer, label, times, REPLAY_GOAL_MS)
+    return figures
+
+
+def _print_figure(printer, label: str, times: list[float], goal: float) -> None:
+    verdict = "ok" if times[0] < goal else "SLOW"
+    printer(f"{label:<34}{times[0]:>12.2f}{times[1]:>12.2f}{goal:>7.0f} {verdict}")

@@ -1,4 +1,5 @@
-"""The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`."""
+"""The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`,
+`bench-schedule` (how responsive scheduling is)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,17 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeat", type=int, default=7, help="measurements per candidate")
     bench.add_argument("--min-repeat-ms", type=float, default=100.0, help="length of one repeat")
     bench.add_argument("--no-naive", action="store_true", help="skip the hand-written C loops")
+    bench.add_argument(
+        "--trace", default=None, metavar="FILE",
+        help="schedule the workload with this trace (JSON) before building it; a shipped "
+        "example may be named without its folder, e.g. gemm_1024_cpu",
+    )  # fmt: skip
+    responsive = commands.add_parser(
+        "bench-schedule",
+        help="how fast primitives apply and traces replay (matmul+bias+relu), against the goals",
+    )
+    responsive.add_argument("--size", default=None, help="M=N=K, or KEY=VALUE[,KEY=VALUE]")
+    responsive.add_argument("--repeat", type=int, default=30, help="runs per figure (median)")
     return parser
 
 
@@ -54,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
                 repeat=args.repeat,
                 min_repeat_ms=args.min_repeat_ms,
                 naive=not args.no_naive,
+                trace=args.trace,
             )
+        elif args.command == "bench-schedule":
+            from schedlab.bench import run_schedule_bench
+
+            run_schedule_bench(args.size, repeat=args.repeat)
     except (schedlab.SchedlabError, ValueError) as err:
         print(f"schedlab {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -58,3 +58,56 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert "unknown workload 'no_such_workload'" in err and "gemm" in err
     assert main(["bench", "gemm", "--size", "Q=3"]) == 2
     assert "unknown size 'Q'" in capsys.readouterr().err
+
+
+# -- bench --trace -------------------------------------------------------------------------------
+def _gemm_trace_file(tmp_path, size: int) -> str:
+    from schedlab.examples import record_gemm_cpu, trace_text
+
+    path = tmp_path / f"gemm_{size}.json"
+    path.write_text(trace_text(record_gemm_cpu(size)))
+    return str(path)
+
+
+def test_bench_with_a_trace_prints_the_scheduled_kernel_and_numpy(tmp_path, capsys):
+    trace = _gemm_trace_file(tmp_path, 64)
+    argv = ["bench", "gemm", "--size", "64", "--trace", trace, "--repeat", "1",
+            "--min-repeat-ms", "1", "--no-naive"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "schedlab (trace)" in out and "numpy" in out
+    assert "schedlab (no schedule)" not in out and "naive C" not in out
+
+
+def test_shipped_gemm_trace_is_found_by_name_and_up_to_date():
+    from schedlab.bench import find_trace, load_trace
+    from schedlab.examples import record_gemm_cpu, trace_text
+
+    path = find_trace("gemm_1024_cpu")
+    assert path == find_trace("gemm_1024_cpu.json") == find_trace(str(path))
+    assert path.read_text() == trace_text(record_gemm_cpu(1024)), (
+        "schedlab/examples/gemm_1024_cpu.json is stale: run `python -m schedlab.examples`"
+    )
+    trace = load_trace("gemm_1024_cpu")
+    assert trace.target == "cpu" and len(trace) > 10
+
+
+def test_bench_trace_errors_are_one_line(tmp_path, capsys):
+    assert main(["bench", "gemm", "--size", "32", "--trace", "gemm_1024_cpu"]) == 2
+    assert "recorded on a different workload" in capsys.readouterr().err
+    assert main(["bench", "gemm", "--trace", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no file" in err and "gemm_1024_cpu.json" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "schedlab.trace", "version": 1, "insts": [["Exec", [], [], []]]}')
+    assert main(["bench", "gemm", "--trace", str(bad)]) == 2
+    assert "unknown kind 'Exec'" in capsys.readouterr().err
+
+
+def test_bench_schedule_prints_every_figure(capsys):
+    assert main(["bench-schedule", "--size", "16", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "M=16, N=16, K=16" in out
+    for label in ("primitive: split", "primitive: cache_write", "replay 30 insts",
+                  "replay 30 insts from JSON"):  # fmt: skip
+        assert label in out

@@ -28,8 +28,12 @@ def read_instructions(insts, decisions):
                 f"trace JSON: instruction {index} must be [kind, inputs, attrs, outputs]"
             )
         kind, inputs, attrs, outputs = entry
-        if kind not in INSTRUCTION_KINDS:
+        if not isinstance(kind, str) or kind not in INSTRUCTION_KINDS:
             raise TraceError(f"trace JSON: instruction {index} has unknown kind {kind!r}")
+        if not all(isinstance(part, list) for part in (inputs, attrs, outputs)):
+            raise TraceError(
+                f"trace JSON: instruction {index} ({kind}): inputs, attrs and outputs must be lists"
+            )
         try:
             decoded_inputs = tuple(_input(v, defined) for v in inputs)
             decoded_attrs = tuple(decode_value(v) for v in attrs)
@@ -75,7 +79,7 @@ def _decisions(decisions, insts):
         raise TraceError("trace JSON: 'decisions' must be a list")
     result = {}
     for entry in decisions:
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)):
+        if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int):
             raise TraceError(f"trace JSON: decision {entry!r} must be [instruction index, value]")
         index, value = entry
         if not 0 <= index < len(insts):

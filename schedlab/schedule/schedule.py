@@ -14,6 +14,7 @@ registry (`instruction.py`); `help(Schedule.split)` shows each one's preconditio
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 
@@ -111,10 +112,20 @@ class Schedule:
         return self._current.rng_state
 
     def copy(self) -> Schedule:
-        """An independent schedule with the same history (versions are shared, not copied)."""
+        """An independent schedule with the same history (versions are shared, not copied).
+
+        The random generator forks, as TVM's does: the copy samples its own stream, seeded from
+        this schedule's generator (which advances), so copies differ from each other and from
+        the original, yet the same seed and the same calls always give the same decisions."""
+        rng = RandomEngine(self._current.rng_state)
+        child_seed = rng.fork_seed()
+        self._versions[self._cursor] = dataclasses.replace(self._current, rng_state=rng.state)
         other = object.__new__(Schedule)
         other.__dict__.update(self.__dict__)
         other._versions = list(self._versions)
+        other._versions[other._cursor] = dataclasses.replace(
+            self._current, rng_state=normalize_seed(child_seed)
+        )
         return other
 
     def undo(self) -> bool:

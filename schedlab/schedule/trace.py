@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import TraceError
 from .handles import BlockRV, ExprRV, LoopRV, is_handle
-from .instruction import get_kind
+from .instruction import PrimitiveContext, get_kind, primitive
 
 SCHEMA = "schedlab.trace"
 VERSION = 1
@@ -71,6 +71,8 @@ class Trace:
         if not get_kind(inst.kind).is_sampling:
             raise TraceError(f"with_decision: {inst.kind} is not a sampling instruction")
         trace = self._without_postproc() if remove_postproc else self
+        if not any(inst is i for i in trace.insts):
+            raise TraceError(f"with_decision: {inst} comes after EnterPostproc, which was removed")
         return Trace(trace.insts, {**trace.decisions, inst: decision}, self.workload, self.target)
 
     def simplified(self, remove_postproc: bool = False) -> Trace:
@@ -172,12 +174,7 @@ class Trace:
         lines = []
         for inst in trace.insts:
             kind = get_kind(inst.kind)
-            args = [
-                ", ".join(_py_value(x, names) for x in v) if p == kind.varargs
-                else f"{p}={_py_value(v, names)}"
-                for p, v in zip(kind.inputs, inst.inputs)
-            ]  # fmt: skip
-            args += [f"{p}={v!r}" for p, v in zip(kind.attrs, inst.attrs)]
+            args = _python_args(kind, inst, names)
             if inst in trace.decisions:
                 args.append(f"decision={trace.decisions[inst]!r}")
             call = f"sch.{kind.method}({', '.join(args)})"
@@ -197,6 +194,24 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.insts)
+
+
+def _python_args(kind, inst: Instruction, names: _Names) -> list[str]:
+    """Arguments of the call: by keyword, except a `*loops` parameter and the ones before it,
+    which are positional (a keyword may not precede a positional argument)."""
+    order = list(kind.signature.parameters)
+    positional = order[: order.index(kind.varargs) + 1] if kind.varargs else []
+    values = dict(zip(kind.inputs, inst.inputs))
+    args = []
+    for name in positional:
+        if name == kind.varargs:
+            args += [_py_value(x, names) for x in values.pop(name)]
+        elif name in values:
+            args.append(_py_value(values.pop(name), names))
+    args += [f"{p}={_py_value(v, names)}" for p, v in values.items()]
+    attrs = dict(zip(kind.attrs, inst.attrs))
+    args += [f"{p}={_py_value(v, names)}" for p, v in attrs.items()]
+    return args
 
 
 class _Names:
@@ -268,7 +283,7 @@ def _read_json(data) -> Trace:
     if isinstance(data, (str, bytes)):
         try:
             data = json.loads(data)
-        except json.JSONDecodeError as err:
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, bad UTF-8, deep nesting
             raise TraceError(f"trace JSON is malformed: {err}") from None
     if isinstance(data, list) and len(data) == 2:
         data = {"schema": SCHEMA, "version": VERSION, "insts": data[0], "decisions": data[1]}
@@ -278,7 +293,28 @@ def _read_json(data) -> Trace:
         raise TraceError(
             f"unsupported trace version {data.get('version')!r} (this reads {VERSION})"
         )
+    for key in ("workload", "target"):
+        if not isinstance(data.get(key), (str, type(None))):
+            raise TraceError(f"trace JSON: {key!r} must be a string or null, got {data[key]!r}")
     from .json_reader import read_instructions
 
     insts, decisions = read_instructions(data.get("insts"), data.get("decisions", []))
     return Trace(tuple(insts), decisions, data.get("workload"), data.get("target"))
+
+
+@primitive(POSTPROC_MARKER, inputs=())
+def enter_postproc(ctx: PrimitiveContext):
+    """Mark where post-processing starts: instructions after this marker are dropped by
+    `remove_postproc=True` (in `apply_to_schedule`, `as_json`, `as_python`, `simplified`,
+    `with_decision`). It does not change the IR.
+
+    Preconditions: none.
+
+    >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
+    >>> block = sch.get_block("C")
+    >>> sch.enter_postproc()
+    >>> loops = sch.get_loops(block)
+    >>> len(sch.trace), len(sch.trace.as_json(remove_postproc=True)["insts"])
+    (3, 1)
+    """
+    return ctx.state, None

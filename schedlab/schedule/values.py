@@ -65,7 +65,14 @@ def decode_value(data):
             codec = _CODECS.get(data[_TYPE_KEY])
             if codec is None:
                 raise TraceError(f"trace values: unknown value type {data[_TYPE_KEY]!r}")
-            return codec.from_json(data.get("value"))
+            try:
+                return codec.from_json(data.get("value"))
+            except TraceError:
+                raise
+            except Exception as err:  # a codec reading malformed data: say which value
+                raise TraceError(
+                    f"trace values: malformed {data[_TYPE_KEY]} value {data.get('value')!r} ({err})"
+                ) from None
         return {k: decode_value(v) for k, v in data.items()}
     raise TraceError(f"trace values: unexpected JSON value {data!r}")
 

@@ -13,6 +13,10 @@ its constant upper bound) smaller than the old one; otherwise it keeps its full 
 offset 0. Buffers with explicit strides, an element offset, axis separators, or vector
 (Ramp) accesses are left alone, as is any region whose bounds would need a variable defined
 inside the allocation. Runs on the lowered form (after LowerOpaqueBlock).
+
+An allocation annotated "buffer_dim_align" (a storage_align request that LowerOpaqueBlock
+moved from the writing block) gets padded strides computed for its compacted shape, as TVM's
+CompactBufferAllocation does; FlattenBuffer then addresses it through those strides.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from schedlab.ir.stmt import Allocate, BufferStore, For, LetStmt, Stmt
 from schedlab.ir.transform import Pass, prim_func_pass
 
 from ._util import analyzer, as_int, with_doc
+
+DIM_ALIGN_ATTR = "buffer_dim_align"  # [[axis, factor, offset], ...] put on Allocate by lowering
 
 
 def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
@@ -58,12 +64,39 @@ class _Compactor(Mutator):
     def visit_Allocate(self, node: Allocate) -> Stmt:
         body = self.visit(node.body)  # inner allocations first
         region = accessed_region(node.buffer, body, self.loops)
-        if region is None:
+        annotations = dict(node.annotations)
+        align = annotations.pop(DIM_ALIGN_ATTR, None)
+        if region is None and not align:
             return node if body is node.body else node.replace(body=body)
-        compact = node.buffer.replace(shape=tuple(r.extent for r in region))
-        mins = tuple(r.min for r in region)
+        shape = node.buffer.shape if region is None else tuple(r.extent for r in region)
+        compact = node.buffer.replace(shape=shape, strides=aligned_strides(shape, align or ()))
+        mins = (
+            tuple(op.const(0, s.dtype) for s in shape)
+            if region is None
+            else tuple(r.min for r in region)
+        )
         body = _Reindex(node.buffer, compact, mins).visit(body)
-        return Allocate(compact, body, dict(node.annotations))
+        return Allocate(compact, body, annotations)
+
+
+def aligned_strides(shape, align) -> tuple[PrimExpr, ...]:
+    """Row-major strides where each axis named in `align` ([axis, factor, offset] entries, from
+    storage_align) gets the smallest stride >= the compact one with `stride % factor == offset`
+    (TVM's rule); () when nothing is aligned."""
+    wanted = {int(axis): (int(factor), int(offset)) for axis, factor, offset in align}
+    if not wanted or not shape:
+        return ()
+    ana = analyzer()
+    strides: list[PrimExpr] = []
+    stride: PrimExpr = op.const(1, shape[-1].dtype)
+    for dim in reversed(range(len(shape))):
+        if dim in wanted:
+            factor, offset = (op.const(v, stride.dtype) for v in wanted[dim])
+            pad = op.floormod(factor + offset - op.floormod(stride, factor), factor)
+            stride = ana.simplify(stride + pad)
+        strides.append(stride)
+        stride = ana.simplify(stride * shape[dim])
+    return tuple(reversed(strides))
 
 
 @dataclass
@@ -202,4 +235,6 @@ class _Reindex(Mutator):
         return BufferStore(self.new, node.value, self.shift(node.indices))
 
 
-__all__ = ["compact_buffer_allocation", "CompactBufferAllocation", "accessed_region"]
+__all__ = [
+    "compact_buffer_allocation", "CompactBufferAllocation", "accessed_region", "aligned_strides",
+]  # fmt: skip

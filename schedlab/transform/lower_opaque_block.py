@@ -7,7 +7,8 @@
   block's predicate becomes an `IfThenElse` around its body, its `alloc_buffers` become
   `Allocate` statements around the body, and each `match_buffer` view is resolved by rewriting
   accesses to the view into accesses to the matched region of the source buffer. Block
-  annotations are dropped (loop annotations stay).
+  annotations are dropped (loop annotations stay), except that a "buffer_dim_align" request
+  (storage_align) moves to the `Allocate` of the buffer it names, for CompactBufferAllocation.
 
 Both expect the inits to be lowered already (LowerInitBlock) and raise LoweringError otherwise.
 """
@@ -24,6 +25,8 @@ from schedlab.ir.stmt import Allocate, Block, BlockRealize, BufferStore, IfThenE
 from schedlab.ir.transform import Pass, prim_func_pass
 
 from ._util import with_doc
+
+DIM_ALIGN_ATTR = "buffer_dim_align"  # block annotation from storage_align (TVM's name)
 
 
 def convert_blocks_to_opaque(func: PrimFunc) -> PrimFunc:
@@ -88,9 +91,14 @@ class _ToOpaque(Mutator):
 
 
 class _LowerBlocks(Mutator):
+    def __init__(self):
+        # buffer id -> [[axis, factor, offset], ...] from blocks' "buffer_dim_align" (storage_align)
+        self.dim_align: dict[int, list[list[int]]] = {}
+
     def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
         inner = realize.block
         _check_no_init(inner)
+        self._record_dim_align(inner)
         body = self.visit(inner.body)
         realize = make_opaque(realize.replace(block=inner.replace(body=body)))
         block = realize.block
@@ -98,10 +106,33 @@ class _LowerBlocks(Mutator):
         for match in reversed(block.match_buffers):
             body = _inline_match_buffer(body, match)
         for buffer in reversed(block.alloc_buffers):
-            body = Allocate(buffer, body)
+            body = Allocate(buffer, body, self._allocate_annotations(buffer))
         if isinstance(realize.predicate, IntImm) and realize.predicate.value:
             return body
         return IfThenElse(realize.predicate, body)
+
+    def visit_Allocate(self, node: Allocate) -> Stmt:
+        new = self.generic_visit(node)  # the writers inside record their alignment first
+        extra = self._allocate_annotations(node.buffer)
+        return new.replace(annotations={**new.annotations, **extra}) if extra else new
+
+    def _record_dim_align(self, block: Block) -> None:
+        """Block annotations disappear here, but a storage_align request must reach the
+        allocation (always above the writing block), where CompactBufferAllocation uses it."""
+        for index, axis, factor, offset in block.annotations.get(DIM_ALIGN_ATTR, ()):
+            if not 0 <= int(index) < len(block.writes):
+                raise LoweringError(
+                    f"block {block.name_hint!r}: {DIM_ALIGN_ATTR} names write {index}, but the "
+                    f"block writes {len(block.writes)} buffer(s)"
+                )
+            buffer = block.writes[int(index)].buffer
+            entries = self.dim_align.setdefault(id(buffer), [])
+            entries[:] = [e for e in entries if e[0] != int(axis)]
+            entries.append([int(axis), int(factor), int(offset)])
+
+    def _allocate_annotations(self, buffer) -> dict:
+        entries = self.dim_align.get(id(buffer))
+        return {DIM_ALIGN_ATTR: entries} if entries else {}
 
     def visit_Block(self, block: Block) -> Stmt:
         raise LoweringError(f"block {block.name_hint!r} appears without a BlockRealize")

@@ -1,0 +1,301 @@
+"""Facts about the buffers a block touches, used by the cache and buffer primitives: which buffer
+an index or name refers to, where a buffer is allocated, which blocks of a scope write or read
+it, and whether a block's writes fill a region densely (so a copy back cannot clobber data).
+
+Buffer arguments follow TVM's Python API: an int indexes `block.reads` or `block.writes` (which
+one depends on the primitive), a str names a buffer the block accesses, and `("read", i)` /
+`("write", i)` picks one explicitly (a JSON trace turns the tuple into a list; both work).
+"""
+
+from __future__ import annotations
+
+from schedlab.arith import Analyzer, detect_iter_map
+from schedlab.ir.buffer import SCOPES, Buffer, BufferRegion
+from schedlab.ir.expr import LT, And, BufferLoad, IntImm, Range
+from schedlab.ir.functor import collect_vars, post_order_visit, substitute
+from schedlab.ir.stmt import Block, BufferStore, For, Stmt
+
+from ..errors import BufferIndexError, ScheduleError
+from ..state import ScheduleState
+
+KINDS = ("read", "write")
+
+
+class StorageScopeError(ScheduleError):
+    """The storage scope is not one schedlab knows."""
+
+
+class NotAllocatedBufferError(ScheduleError):
+    """The buffer is a function parameter (or a match_buffer view), not an intermediate that a
+    block allocates."""
+
+
+def check_storage_scope(scope, primitive: str) -> str:
+    """`scope` itself when it is a known storage scope; a StorageScopeError naming them if not."""
+    if not isinstance(scope, str) or scope not in SCOPES:
+        raise StorageScopeError(
+            f"{primitive}: storage_scope {scope!r} is not a storage scope; use one of "
+            f"{', '.join(repr(s) for s in SCOPES)}"
+        )
+    return scope
+
+
+# -- which buffer ---------------------------------------------------------------------------
+def resolve_buffer(block: Block, index, default_kind: str | None, primitive: str, arg: str):
+    """The (buffer, kind, position) that `index` picks among the block's reads or writes.
+
+    `default_kind` ("read"/"write") is where an int or a name is looked up; None means an int
+    is ambiguous and a name is looked up among both (writes win when a buffer is in both)."""
+    if isinstance(index, (tuple, list)):
+        return _by_pair(block, index, primitive, arg)
+    if isinstance(index, int) and not isinstance(index, bool):
+        if default_kind is None:
+            raise BufferIndexError(
+                f"{primitive}: {arg}={index} is ambiguous; pass ('read', i), ('write', i) or a "
+                f"buffer name. {_listing(block)}",
+                [block],
+            )
+        return _by_position(block, default_kind, index, primitive, arg)
+    if isinstance(index, str):
+        return _by_name(block, index, default_kind, primitive, arg)
+    raise BufferIndexError(
+        f"{primitive}: {arg} must be an int, a buffer name or ('read'|'write', int), got "
+        f"{type(index).__name__} {index!r}. {_listing(block)}",
+        [block],
+    )
+
+
+def _regions(block: Block, kind: str) -> tuple[BufferRegion, ...]:
+    return block.reads if kind == "read" else block.writes
+
+
+def _listing(block: Block, kinds=KINDS) -> str:
+    parts = []
+    for kind in kinds:
+        names = [f"{i}: {r.buffer.name}" for i, r in enumerate(_regions(block, kind))]
+        verb = "reads" if kind == "read" else "writes"
+        parts.append(f"block {block.name_hint!r} {verb} " + (", ".join(names) or "nothing"))
+    return "; ".join(parts) + "."
+
+
+def _by_position(block: Block, kind: str, index: int, primitive: str, arg: str):
+    regions = _regions(block, kind)
+    if not 0 <= index < len(regions):
+        raise BufferIndexError(
+            f"{primitive}: {arg}={index} is out of range. {_listing(block, (kind,))}", [block]
+        )
+    return regions[index].buffer, kind, index
+
+
+def _by_pair(block: Block, pair, primitive: str, arg: str):
+    if len(pair) != 2 or pair[0] not in KINDS or not isinstance(pair[1], int):
+        raise BufferIndexError(
+            f"{primitive}: {arg} {pair!r} must be ('read', i) or ('write', i). {_listing(block)}",
+            [block],
+        )
+    return _by_position(block, pair[0], pair[1], primitive, arg)
+
+
+def _by_name(block: Block, name: str, kind: str | None, primitive: str, arg: str):
+    kinds = KINDS if kind is None else (kind,)
+    found = None
+    for each in kinds:  # reads first, so a buffer also written resolves to the write
+        for position, region in enumerate(_regions(block, each)):
+            if region.buffer.name == name:
+                found = (region.buffer, each, position)
+    if found is None:
+        raise BufferIndexError(
+            f"{primitive}: {arg}={name!r} is not a buffer the block accesses. "
+            f"{_listing(block, kinds)}",
+            [block],
+        )
+    return found
+
+
+# -- where a buffer lives, who touches it -----------------------------------------------------
+def allocation_site(state: ScheduleState, block: Block, buffer: Buffer) -> Block | None:
+    """The block (`block` or one above it) whose alloc_buffers hold `buffer`; None for a
+    function parameter. A match_buffer view raises NotAllocatedBufferError."""
+    for node in [block, *reversed(state.ancestors(block))]:
+        if not isinstance(node, Block):
+            continue
+        if any(b is buffer for b in node.alloc_buffers):
+            return node
+        if any(m.buffer is buffer for m in node.match_buffers):
+            raise NotAllocatedBufferError(
+                f"buffer {buffer.name} is a match_buffer view of block {node.name_hint!r}, "
+                "not an allocated buffer",
+                [node],
+            )
+    return None
+
+
+def require_allocated(state: ScheduleState, block: Block, buffer: Buffer, primitive: str):
+    """The block allocating `buffer`; NotAllocatedBufferError for a function parameter."""
+    site = allocation_site(state, block, buffer)
+    if site is None:
+        raise NotAllocatedBufferError(
+            f"{primitive}: buffer {buffer.name} is a parameter of the function (an input or "
+            "output), not an intermediate buffer allocated by a block; only intermediates can "
+            "be changed this way",
+            [block],
+        )
+    return site
+
+
+def accesses(regions, buffer: Buffer) -> bool:
+    return any(r.buffer is buffer for r in regions)
+
+
+def region_of(regions, buffer: Buffer) -> BufferRegion | None:
+    for region in regions:
+        if region.buffer is buffer:
+            return region
+    return None
+
+
+def writers_in_scope(state: ScheduleState, scope: Block, buffer: Buffer) -> list[Block]:
+    """The child blocks of `scope` that write `buffer`, in program order."""
+    return [b for b in state.child_blocks(scope) if accesses(b.writes, buffer)]
+
+
+def readers_in_scope(state: ScheduleState, scope: Block, buffer: Buffer) -> list[Block]:
+    """The child blocks of `scope` that read `buffer`, in program order."""
+    return [b for b in state.child_blocks(scope) if accesses(b.reads, buffer)]
+
+
+def loads_buffer(stmt: Stmt | None, buffer: Buffer) -> bool:
+    """Whether `stmt` (nested blocks included) loads from `buffer`."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, BufferLoad) and node.buffer is buffer:
+            found.append(node)
+
+    if stmt is not None:
+        post_order_visit(stmt, visit)
+    return bool(found)
+
+
+def stores_buffer(stmt: Stmt | None, buffer: Buffer) -> bool:
+    found = []
+
+    def visit(node):
+        if isinstance(node, BufferStore) and node.buffer is buffer:
+            found.append(node)
+
+    if stmt is not None:
+        post_order_visit(stmt, visit)
+    return bool(found)
+
+
+def reads_old_contents(block: Block, buffer: Buffer) -> bool:
+    """Whether `block` reads values of `buffer` it did not write itself first: it loads the
+    buffer and has no init that stores it (a reduction's init makes the loads see its own
+    partial results)."""
+    return loads_buffer(block.body, buffer) and not stores_buffer(block.init, buffer)
+
+
+# -- density of writes ----------------------------------------------------------------------
+def writes_densely(state: ScheduleState, block: Block, buffer: Buffer, loops: list[For]) -> bool:
+    """Whether, as `loops` run, `block` writes every element of the bounding box of its writes
+    of `buffer` (each index an affine, non-overlapping, stride-1 image of the loops). A copy of
+    that box back to the buffer then never overwrites data with unwritten cache elements."""
+    indices = _store_indices(block, buffer)
+    if indices is None:
+        return False
+    realize = state.realize_of(block)
+    binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
+    bound = [substitute(index, binding) for index in indices]
+    dom = {loop.loop_var: _loop_range(loop) for loop in loops}
+    result = detect_iter_map(bound, dom, realize.predicate, "surjective", Analyzer())
+    if result:
+        return all(_is_dense(expr) for expr in result.indices)
+    # a predicate over outer loops (a split tail under compute_at) defeats the detection; a
+    # box that is dense without it stays dense when each condition only cuts one index short
+    # (`index < bound`) or does not involve the written indices at all
+    result = detect_iter_map(bound, dom, True, "surjective", Analyzer())
+    if not result or not all(_is_dense(expr) for expr in result.indices):
+        return False
+    inner = {id(v) for v in dom}
+    return all(_clips_one_index(c, bound, inner) for c in _conjuncts(realize.predicate))
+
+
+def _conjuncts(condition) -> list:
+    if isinstance(condition, And):
+        return _conjuncts(condition.a) + _conjuncts(condition.b)
+    return [condition]
+
+
+def _clips_one_index(condition, indices, inner: set[int]) -> bool:
+    """`index < bound` for one of the indices (bound free of the loops), or a condition using
+    none of the loops the indices use."""
+    index_vars = {id(v) for i in indices for v in collect_vars(i) if id(v) in inner}
+    if not any(id(v) in index_vars for v in collect_vars(condition)):
+        return True
+    if not isinstance(condition, LT) or not free_of(condition.b, inner):
+        return False
+    analyzer = Analyzer()
+    return any(analyzer.can_prove_equal(condition.a, index) for index in indices)
+
+
+def _store_indices(block: Block, buffer: Buffer):
+    """The single index tuple `block` stores `buffer` at (None when there are several)."""
+    from schedlab.ir.structural import structural_equal
+
+    found: list = []
+
+    def visit(node):
+        if isinstance(node, BufferStore) and node.buffer is buffer:
+            found.append(node.indices)
+
+    for part in (block.init, block.body):
+        if part is not None:
+            post_order_visit(part, visit)
+    if not found:
+        return None
+    first = found[0]
+    if any(not all(structural_equal(a, b) for a, b in zip(first, other)) for other in found):
+        return None
+    return first
+
+
+def _loop_range(loop: For) -> Range:
+    return Range(loop.min, loop.extent)
+
+
+def _is_dense(expr) -> bool:
+    """An iter-map index covers a dense interval: a base alone, or one split of scale 1."""
+    if not expr.args:
+        return True
+    if len(expr.args) != 1:
+        return False
+    scale = expr.args[0].scale
+    return isinstance(scale, IntImm) and scale.value == 1
+
+
+def free_of(expr, variables: set[int]) -> bool:
+    """Whether `expr` uses none of the variables whose ids are in `variables`."""
+    return not any(id(v) in variables for v in collect_vars(expr))
+
+
+def loop_and_iter_vars(stmt: Stmt) -> set[int]:
+    """Ids of the loop and block iter variables defined inside `stmt`."""
+    found: set[int] = set()
+
+    def visit(node):
+        if isinstance(node, For):
+            found.add(id(node.loop_var))
+        elif isinstance(node, Block):
+            found.update(id(iv.var) for iv in node.iter_vars)
+
+    post_order_visit(stmt, visit)
+    return found
+
+
+__all__ = [
+    "StorageScopeError", "NotAllocatedBufferError", "check_storage_scope", "resolve_buffer",
+    "allocation_site", "require_allocated", "accesses", "region_of", "writers_in_scope",
+    "readers_in_scope", "loads_buffer", "stores_buffer", "reads_old_contents",
+    "writes_densely", "free_of", "loop_and_iter_vars",
+]  # fmt: skip

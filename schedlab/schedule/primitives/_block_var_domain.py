@@ -1,0 +1,238 @@
+"""The iteration domain a moved block needs (compute_at / reverse_compute_at, step "calculate
+block var domain" in TVM), and the loop nest that realizes it.
+
+Each buffer the block provides (compute_at: writes; reverse_compute_at: reads) has, per
+dimension, a "provided" interval in the block's iter vars (usually the point `vi`) and a
+"required" interval in loop variables (what the neighbours touch in one iteration of the target
+loop). Solving `provided(v) ~ required` per dimension gives an interval `dom` for `v`, plus a
+`bound` (the values of `v` that stay inside the buffer and the iter var's domain). The new loops
+iterate `dom`; when `dom` pokes out of `bound`, a predicate keeps the block in range.
+
+`cover=True` (compute_at) takes every instance that touches the required region; `cover=False`
+(reverse_compute_at) only instances whose whole access lies inside it (they read data that is
+ready at that iteration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schedlab.arith import Analyzer, IntervalSet
+from schedlab.ir import expr as E
+from schedlab.ir.functor import collect_vars, substitute
+from schedlab.ir.op import all as all_of
+from schedlab.ir.op import const
+from schedlab.ir.stmt import Block, BlockRealize, For, ForKind, IterVar
+
+from ..analysis.region_cover import union
+from ._compute_common import UnsolvableDomainError
+
+Region = list[IntervalSet]
+
+
+@dataclass
+class VarDomain:
+    """What is known about one iter var: the interval to iterate and the in-range bound (None:
+    nothing yet)."""
+
+    dom: IntervalSet | None = None
+    bound: IntervalSet | None = None
+
+    def union(self, dom: IntervalSet | None, bound: IntervalSet | None, analyzer) -> None:
+        self.dom = _union(self.dom, dom, analyzer)
+        self.bound = _union(self.bound, bound, analyzer)
+
+
+def _union(a, b, analyzer):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a.union(b, analyzer)
+
+
+def _floordiv(a, b: int, analyzer):
+    return a if b == 1 else analyzer.simplify(E.FloorDiv(a, const(b, a.dtype)))
+
+
+def _ceildiv(a, b: int, analyzer):
+    return a if b == 1 else analyzer.simplify(E.FloorDiv(a + (b - 1), const(b, a.dtype)))
+
+
+# -- solving one dimension --------------------------------------------------------------------
+def _linear(expr, var, analyzer) -> tuple[int, E.PrimExpr] | None:
+    """(a, b) with expr == a * var + b, a a positive constant and b free of var; else None."""
+    step = analyzer.simplify(substitute(expr, {var: var + 1}) - expr)
+    if not isinstance(step, E.IntImm) or step.value <= 0:
+        return None
+    offset = analyzer.simplify(substitute(expr, {var: const(0, var.dtype)}))
+    if not analyzer.can_prove_equal(expr, step.value * var + offset):
+        return None
+    return step.value, offset
+
+
+def solve_dimension(provided: IntervalSet, required: IntervalSet, dim_max, iter_vars: dict,
+                    analyzer: Analyzer, cover: bool):  # fmt: skip
+    """(iter var, dom, bound) for one buffer dimension, or None when it constrains no iter var.
+    Raises UnsolvableDomainError when the access pattern is not understood."""
+    low, high = analyzer.simplify(provided.min), analyzer.simplify(provided.max)
+    used = [v for v in collect_vars(low) if id(v) in iter_vars]
+    if not used:
+        return _constant_dimension(low, high, required, analyzer)
+    if len(used) > 1:
+        raise UnsolvableDomainError(f"index {low} uses several iter vars ({used[0]}, {used[1]})")
+    var = used[0]
+    extent = analyzer.simplify(high - low + 1)
+    linear = _linear(low, var, analyzer)
+    if linear is not None and isinstance(extent, E.IntImm):
+        return _linear_dimension(var, linear, extent.value, required, dim_max, analyzer, cover)
+    if extent_is_one(extent):
+        return _divmod_dimension(low, var, required, dim_max, analyzer)
+    raise UnsolvableDomainError(f"index range {low}:{high} + 1 is not an affine function of {var}")
+
+
+def extent_is_one(extent) -> bool:
+    return isinstance(extent, E.IntImm) and extent.value == 1
+
+
+def _constant_dimension(low, high, required, analyzer):
+    inside = analyzer.can_prove(low <= required.min) and analyzer.can_prove(required.max <= high)
+    if not inside:
+        raise UnsolvableDomainError(
+            f"the block always accesses index {low}:{high} + 1 there, but "
+            f"{required.min}:{required.max} + 1 is needed"
+        )
+    return None
+
+
+def _linear_dimension(var, linear, extent: int, required, dim_max, analyzer, cover: bool):
+    a, b = linear
+    if cover and extent < a:
+        raise UnsolvableDomainError(f"the block leaves gaps in the index {a} * {var} + {b}")
+    if cover:  # every instance that touches [rmin, rmax]
+        low = _ceildiv(required.min - b - (extent - 1), a, analyzer)
+        high = _floordiv(required.max - b, a, analyzer)
+    else:  # only instances that stay inside [rmin, rmax]
+        low = _ceildiv(required.min - b, a, analyzer)
+        high = _floordiv(required.max - b - (extent - 1), a, analyzer)
+    bound = IntervalSet(
+        _ceildiv(-b, a, analyzer), _floordiv(dim_max - b - (extent - 1), a, analyzer)
+    )
+    return var, IntervalSet(low, high), bound
+
+
+def _divmod_dimension(low, var, required, dim_max, analyzer):
+    if isinstance(low, E.FloorDiv) and low.a is var and isinstance(low.b, E.IntImm):
+        f = low.b.value
+        dom = IntervalSet(
+            analyzer.simplify(required.min * f), analyzer.simplify(required.max * f + f - 1)
+        )
+        return var, dom, IntervalSet(const(0, var.dtype), analyzer.simplify(dim_max * f + f - 1))
+    if isinstance(low, E.FloorMod) and low.a is var:
+        return var, None, None  # `v % f` does not narrow v
+    raise UnsolvableDomainError(f"index {low} is not an affine function of {var}")
+
+
+# -- all dimensions ---------------------------------------------------------------------------
+def block_var_domains(
+    block: Block, provided: dict, required: dict, buffers: dict, analyzer: Analyzer, cover: bool
+) -> list[VarDomain]:
+    """One VarDomain per iter var of `block` (in order), finalized: `bound` is None when no
+    predicate is needed. `provided` maps id(buffer) to the block's region in its iter vars,
+    `required` to the list of regions the neighbours touch."""
+    iter_vars = {id(iv.var): iv for iv in block.iter_vars}
+    infos = {id(iv.var): VarDomain() for iv in block.iter_vars}
+    for key, have in provided.items():
+        if not required.get(key):
+            continue
+        need = union(required[key], analyzer)
+        buffer = buffers[key]
+        for dim, (p, r) in enumerate(zip(have, need)):
+            dim_max = analyzer.simplify(
+                E.Max(buffer.shape[dim] - 1, const(0, buffer.shape[dim].dtype))
+            )
+            try:
+                solved = solve_dimension(p, r, dim_max, iter_vars, analyzer, cover)
+            except UnsolvableDomainError as err:
+                raise UnsolvableDomainError(
+                    f"cannot derive the iteration domain of block {block.name_hint!r} from its "
+                    f"access to {buffer.name} (dimension {dim}): {err}",
+                    [block],
+                ) from None
+            if solved is not None:
+                var, dom, bound = solved
+                infos[id(var)].union(dom, bound, analyzer)
+    return [_finalize(infos[id(iv.var)], iv, analyzer) for iv in block.iter_vars]
+
+
+def _finalize(info: VarDomain, iv: IterVar, analyzer) -> VarDomain:
+    """TVM's BlockVarDomainInfo::Simplify: intersect the bound with the iter var's domain and
+    drop whichever of dom/bound is redundant."""
+    full = IntervalSet.from_range(iv.dom, analyzer)
+    bound = full if info.bound is None else info.bound.intersect(full, analyzer)
+    if info.dom is None:
+        return VarDomain(bound, None)
+    dom = IntervalSet(analyzer.simplify(info.dom.min), analyzer.simplify(info.dom.max))
+    both = dom.intersect(bound, analyzer)
+    if _same(dom, both, analyzer):
+        return VarDomain(dom, None)
+    if _same(bound, both, analyzer):
+        return VarDomain(bound, None)
+    if isinstance(both.min, E.IntImm) and isinstance(both.max, E.IntImm):
+        return VarDomain(both, None)
+    return VarDomain(dom, bound)
+
+
+def _same(a: IntervalSet, b: IntervalSet, analyzer) -> bool:
+    return analyzer.can_prove_equal(a.min, b.min) and analyzer.can_prove_equal(a.max, b.max)
+
+
+# -- the new loop nest ------------------------------------------------------------------------
+@dataclass
+class NewNest:
+    """The loops and realize that run `block` over its solved domain."""
+
+    stmt: For | BlockRealize
+    realize: BlockRealize
+    loops: list[For]
+    var_ranges: dict  # id(iter var) -> IntervalSet of the values it takes (predicate included)
+
+
+def make_loop_nest(block: Block, domains: list[VarDomain], analyzer: Analyzer,
+                   preserve_unit_loops: bool) -> NewNest:  # fmt: skip
+    """Loops `ax0, ax1, ...` over the domains (unit ones dropped unless `preserve_unit_loops`)
+    around a realize of `block` binding `v = dom.min + ax`, with a predicate where needed."""
+    loop_vars, extents, values, conditions, ranges = [], [], [], [], {}
+    for iv, info in zip(block.iter_vars, domains):
+        low = info.dom.min
+        extent = analyzer.simplify(info.dom.max - low + 1)
+        if preserve_unit_loops or not extent_is_one(extent):
+            var = E.Var(f"ax{len(loop_vars)}", iv.var.dtype)
+            analyzer.bind(var, E.Range(const(0, var.dtype), extent))
+            loop_vars.append(var)
+            extents.append(extent)
+            value = analyzer.simplify(low + var)
+        else:
+            value = low
+        values.append(value)
+        conditions.extend(_bound_conditions(value, info.bound, analyzer))
+        ranges[id(iv.var)] = (
+            info.dom if info.bound is None else info.dom.intersect(info.bound, analyzer)
+        )
+    predicate = analyzer.simplify(all_of(*conditions)) if conditions else const(True)
+    realize = BlockRealize(tuple(values), predicate, block)
+    stmt, loops = realize, []
+    for var, extent in reversed(list(zip(loop_vars, extents))):
+        stmt = For(var, const(0, var.dtype), extent, ForKind.SERIAL, stmt)
+        loops.insert(0, stmt)
+    return NewNest(stmt, realize, loops, ranges)
+
+
+def _bound_conditions(value, bound: IntervalSet | None, analyzer) -> list:
+    if bound is None:
+        return []
+    found = []
+    for condition in (value >= bound.min, value < bound.max + 1):
+        if not analyzer.can_prove(condition):
+            found.append(condition)
+    return found

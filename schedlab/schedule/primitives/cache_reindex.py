@@ -1,0 +1,272 @@
+"""`reindex`: stage a buffer through a copy laid out in the block's own iteration space (TVM's
+ReIndex; dlight uses it to bring every GEMM to one canonical form before transform_layout)."""
+
+from __future__ import annotations
+
+from schedlab.arith import Analyzer
+from schedlab.ir import op
+from schedlab.ir.buffer import Buffer, BufferRegion
+from schedlab.ir.dtype import handle
+from schedlab.ir.expr import BufferLoad, PrimExpr, Range, Var
+from schedlab.ir.functor import collect_vars, post_order_visit, substitute
+from schedlab.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    IterType,
+    IterVar,
+    SeqStmt,
+    Stmt,
+)  # fmt: skip
+from schedlab.ir.structural import structural_equal
+
+from ..analysis.buffers import reads_old_contents, resolve_buffer
+from ..errors import ScheduleError
+from ..instruction import PrimitiveContext, primitive
+from ..state import ScheduleState
+from .buffer import BufferRewriter
+from .cache_stage import insert_stage
+
+
+class ReindexError(ScheduleError):
+    """The block does not access the buffer in a way reindex can restate."""
+
+
+@primitive("ReIndex", inputs=("block",), outputs="block")
+def reindex(ctx: PrimitiveContext, block: Block, buffer_index):
+    """Stage one buffer of the block through a new buffer `<name>_reindex` indexed by the
+    block's iter vars: the block accesses `X_reindex[v...]` (the iter vars used in its indices,
+    in block order), and a new block `<name>_reindex` (returned) copies `X` into it just before
+    the block's loop nest (a read) or back out just after it (a write).
+
+    Preconditions: `buffer_index` is `("read", i)`, `("write", i)` or a buffer name; the block
+    is a leaf (no nested blocks) and the only statement under its loops; every access to the
+    buffer in it uses the same indices, which stay inside the buffer for the whole iteration
+    domain; a read-reindexed buffer is not also written by the block; a write-reindexed one
+    is not read for its previous contents (a reduction with an init is fine).
+
+    Parameters: block -- the block; buffer_index -- which of its buffers.
+
+    >>> A = te.placeholder((3, 4), name="A")
+    >>> B = te.compute((4, 3), lambda i, j: A[j, i] + 1.0, name="B")
+    >>> sch = Schedule(te.create_prim_func([A, B]))
+    >>> copy = sch.reindex(sch.get_block("B"), ("read", 0))
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def main(A: T.Buffer((3, 4), "float32"), B: T.Buffer((4, 3), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        A_reindex = T.alloc_buffer((4, 3), "float32")
+        for ax0, ax1 in T.grid(4, 3):
+            with T.block("A_reindex"):
+                v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                T.reads(A[v1, v0])
+                T.writes(A_reindex[v0, v1])
+                A_reindex[v0, v1] = A[v1, v0]
+        for i, j in T.grid(4, 3):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A_reindex[vi, vj])
+                T.writes(B[vi, vj])
+                B[vi, vj] = A_reindex[vi, vj] + T.float32(1)
+    """
+    if not isinstance(block, Block):
+        raise ScheduleError(f"reindex: block must be a block handle, got {type(block).__name__}")
+    state = ctx.state
+    buffer, kind, _ = resolve_buffer(block, buffer_index, None, "reindex", "buffer_index")
+    scope = state.scope_block(block)
+    if scope is None:
+        raise ReindexError("reindex: the root block cannot be reindexed", [block])
+    _check_leaf(block)
+    indices = _unique_indices(block, buffer)
+    _check_direction(block, buffer, kind)
+    _check_in_bounds(block, buffer, indices)
+    covered = [iv for iv in block.iter_vars if _uses(indices, iv.var)]
+    new = _reindex_buffer(buffer, covered)
+    stage, stage_block = _make_stage(buffer, new, kind, covered, indices)
+    top = _top_of_nest(state, scope, block)
+    pos = _position(scope, top) + (1 if kind == "write" else 0)
+    point = tuple(iv.var for iv in covered)
+    new_block = _AccessRewriter(buffer, new, point).visit(block)
+    body = state.replace(block, new_block).node(scope.uid).body
+    new_scope = scope.replace(
+        body=insert_stage(body, pos, stage), alloc_buffers=scope.alloc_buffers + (new,)
+    )
+    return _replace_scope(state, scope, new_scope), stage_block
+
+
+def _replace_scope(state: ScheduleState, scope: Block, new_scope: Block) -> ScheduleState:
+    return state.replace(scope, new_scope)
+
+
+def _check_leaf(block: Block) -> None:
+    nested = []
+
+    def visit(node):
+        if isinstance(node, BlockRealize):
+            nested.append(node)
+
+    for part in (block.init, block.body):
+        if part is not None:
+            post_order_visit(part, visit)
+    if nested:
+        raise ReindexError(
+            f"reindex: block {block.name_hint!r} has nested blocks; reindex needs a leaf block",
+            [block],
+        )
+
+
+def _unique_indices(block: Block, buffer: Buffer) -> tuple[PrimExpr, ...]:
+    found: list[tuple[PrimExpr, ...]] = []
+
+    def visit(node):
+        if isinstance(node, (BufferLoad, BufferStore)) and node.buffer is buffer:
+            found.append(node.indices)
+
+    for part in (block.init, block.body):
+        if part is not None:
+            post_order_visit(part, visit)
+    if not found:
+        raise ReindexError(
+            f"reindex: block {block.name_hint!r} never loads or stores {buffer.name}", [block]
+        )
+    first = found[0]
+    for other in found[1:]:
+        if not all(structural_equal(a, b) for a, b in zip(first, other)):
+            raise ReindexError(
+                f"reindex: block {block.name_hint!r} accesses {buffer.name} at different "
+                f"indices ({list(first)} and {list(other)}); reindex needs one access pattern",
+                [block],
+            )
+    analyzer = Analyzer()
+    for iv in block.iter_vars:
+        analyzer.bind(iv.var, iv.dom, allow_override=True)
+    return tuple(analyzer.simplify(i) for i in first)
+
+
+def _check_direction(block: Block, buffer: Buffer, kind: str) -> None:
+    writes = any(r.buffer is buffer for r in block.writes)
+    if kind == "read" and writes:
+        raise ReindexError(
+            f"reindex: block {block.name_hint!r} also writes {buffer.name}; reindex it as "
+            "('write', i) instead",
+            [block],
+        )
+    if kind == "write" and reads_old_contents(block, buffer):
+        raise ReindexError(
+            f"reindex: block {block.name_hint!r} reads the previous contents of {buffer.name} "
+            "(it loads it and has no init); the new buffer would start empty",
+            [block],
+        )
+
+
+def _check_in_bounds(block: Block, buffer: Buffer, indices) -> None:
+    """The copy runs over the whole iteration domain without the block's conditions, so every
+    index must stay in the buffer there (a padding block reading `A[i - 1]` under a guard
+    would not)."""
+    analyzer = Analyzer()
+    for iv in block.iter_vars:
+        analyzer.bind(iv.var, iv.dom, allow_override=True)
+    for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):
+        if not (analyzer.can_prove(index >= 0) and analyzer.can_prove(index < extent)):
+            raise ReindexError(
+                f"reindex: index {index} of {buffer.name} (dimension {dim}) may leave [0, "
+                f"{extent}) over the iteration domain of block {block.name_hint!r} (a guarded "
+                "access); the copy would read or write out of bounds",
+                [block],
+            )
+
+
+def _uses(indices, var: Var) -> bool:
+    return any(v is var for index in indices for v in collect_vars(index))
+
+
+def _reindex_buffer(buffer: Buffer, covered: list[IterVar]) -> Buffer:
+    name = f"{buffer.name}_reindex"
+    shape = tuple(op.add(iv.dom.min, iv.dom.extent) for iv in covered)
+    return Buffer(
+        data=Var(name, handle), dtype=buffer.dtype, shape=shape, name=name, scope=buffer.scope
+    )
+
+
+def _make_stage(buffer, new, kind, covered, indices) -> tuple[Stmt, Block]:
+    loop_vars = [Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(covered)]
+    iter_vars = [IterVar(Var(f"v{k}", iv.var.dtype), iv.dom, IterType.SPATIAL)
+                 for k, iv in enumerate(covered)]  # fmt: skip
+    mapping = {iv.var: new_iv.var for iv, new_iv in zip(covered, iter_vars)}
+    target = tuple(substitute(i, mapping) for i in indices)
+    point = tuple(iv.var for iv in iter_vars)
+    src, src_idx, dst, dst_idx = (
+        (buffer, target, new, point) if kind == "read" else (new, point, buffer, target)
+    )
+    block = Block(
+        iter_vars=tuple(iter_vars),
+        reads=(_point(src, src_idx),),
+        writes=(_point(dst, dst_idx),),
+        name_hint=f"{buffer.name}_reindex",
+        body=BufferStore(dst, BufferLoad(src, src_idx), dst_idx),
+    )
+    stmt: Stmt = BlockRealize(tuple(loop_vars), True, block)
+    for loop_var, iv in reversed(list(zip(loop_vars, covered))):
+        stmt = For(loop_var, iv.dom.min, iv.dom.extent, "serial", stmt)
+    return stmt, block
+
+
+def _point(buffer: Buffer, indices) -> BufferRegion:
+    return BufferRegion(buffer, tuple(Range(i, op.const(1, i.dtype)) for i in indices))
+
+
+def _top_of_nest(state: ScheduleState, scope: Block, block: Block) -> Stmt:
+    """The statement at the scope level holding `block`, which must be the only statement
+    under its loops (a chain of single-child loops)."""
+    node: Stmt = state.realize_of(block)
+    for loop in reversed(state.loops_above(block)):
+        if loop.body is not node:
+            raise ReindexError(
+                f"reindex: loop {loop.loop_var.name} holds more than block "
+                f"{block.name_hint!r}; reindex needs the block alone under its loops",
+                [loop],
+            )
+        node = loop
+    if state.parent_stmt(node) is not scope and not isinstance(state.parent_stmt(node), SeqStmt):
+        raise ReindexError(
+            f"reindex: block {block.name_hint!r} sits under a condition or let inside its "
+            "scope; reindex needs its loops directly in the scope",
+            [block],
+        )
+    return node
+
+
+def _position(scope: Block, top: Stmt) -> int:
+    if isinstance(scope.body, SeqStmt):
+        for index, stmt in enumerate(scope.body.seq):
+            if stmt is top:
+                return index
+        raise ReindexError(
+            "reindex: the block's loop nest is not directly in its scope", [scope]
+        )  # pragma: no cover - guarded by _top_of_nest
+    return 0
+
+
+class _AccessRewriter(BufferRewriter):
+    """Accesses and regions of `old` become `new[point]` (the covered iter vars)."""
+
+    def __init__(self, old: Buffer, new: Buffer, point: tuple[Var, ...]):
+        super().__init__(old, new)
+        self.point = point
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        node = self.generic_visit(node)
+        return BufferLoad(self.new, self.point) if node.buffer is self.old else node
+
+    def visit_BufferStore(self, node: BufferStore) -> Stmt:
+        node = self.generic_visit(node)
+        if node.buffer is not self.old:
+            return node
+        return BufferStore(self.new, node.value, self.point)
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        return _point(self.new, self.point) if node.buffer is self.old else node
+
+
+__all__ = ["reindex", "ReindexError"]
