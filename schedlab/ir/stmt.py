@@ -203,7 +203,11 @@ class SeqStmt(Stmt):
                 inner = SeqStmt.flatten(*stmt)
                 flat.extend(inner.seq if isinstance(inner, SeqStmt) else [inner])
             elif isinstance(stmt, SeqStmt):
-                flat.extend(SeqStmt.flatten(*stmt.seq).seq if stmt.seq else [])
+                inner = SeqStmt.flatten(*stmt.seq)  # one statement when the rest were no-ops
+                if isinstance(inner, SeqStmt):
+                    flat.extend(inner.seq)
+                elif not is_no_op(inner):
+                    flat.append(inner)
             elif not is_no_op(stmt):
                 flat.append(stmt)
         if not flat:

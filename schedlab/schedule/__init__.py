@@ -17,9 +17,11 @@ from .errors import (
     TraceError,
 )  # fmt: skip
 from .handles import BlockRV, ExprRV, LoopRV
+from .index_map import IndexMap
 from .instruction import INSTRUCTION_KINDS, InstructionKind, all_kinds, get_kind, primitive
 from .schedule import Schedule, Step, install_methods
 from .state import ScheduleState
+from .tensor_intrin import TensorIntrin
 from .trace import Instruction, Trace
 
 install_methods()
@@ -30,5 +32,5 @@ __all__ = [
     "NonAffineBindingError", "AnnotationError", "LoopKindError", "DependencyError",
     "NotReductionBlockError", "NotCompleteBlockError", "LocationError", "BufferIndexError",
     "TensorizeError", "TraceError", "INSTRUCTION_KINDS", "InstructionKind", "all_kinds",
-    "get_kind", "primitive",
+    "get_kind", "primitive", "IndexMap", "TensorIntrin",
 ]  # fmt: skip

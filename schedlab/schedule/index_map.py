@@ -27,7 +27,7 @@ from schedlab.arith.iter_map_expr import IterMark, IterSumExpr
 from schedlab.errors import ScriptError
 from schedlab.ir import expr as E
 from schedlab.ir.dtype import DataType, int32
-from schedlab.ir.functor import collect_vars, post_order_visit, substitute
+from schedlab.ir.functor import Mutator, collect_vars, post_order_visit, substitute
 from schedlab.ir.op import convert
 from schedlab.ir.structural import structural_equal
 
@@ -83,7 +83,9 @@ class IndexMap:
         dtype = DataType(dtype)
         if all(v.dtype == dtype for v in self.initial_indices):
             return self
-        return IndexMap.from_text(self.to_text(), dtype)
+        initial = [E.Var(v.name, dtype) for v in self.initial_indices]
+        retype = _Retype(dict(zip(self.initial_indices, initial)), self.index_dtype, dtype)
+        return IndexMap(initial, [retype.visit(value) for value in self.final_indices])
 
     # -- inspection -----------------------------------------------------------------------------
     @property
@@ -238,7 +240,7 @@ class IndexMap:
 def _invert_sums(sums, outputs, inputs) -> dict[int, E.PrimExpr]:
     """Each input variable (by id) as an expression of the output variables."""
     values: dict[int, E.PrimExpr] = {}
-    order, parents = _marks_top_down(sums)
+    order = _marks_top_down(sums)
     for total, out in zip(sums, outputs):
         if total.args:
             _add_split(values, total.args[0], E.FloorDiv(out - total.base, total.args[0].scale))
@@ -266,7 +268,7 @@ def _add_split(values: dict, split, split_value) -> None:
     values[id(mark)] = contribution if old is None else old + contribution
 
 
-def _marks_top_down(sums) -> tuple[list[IterMark], dict]:
+def _marks_top_down(sums) -> list[IterMark]:
     """Every mark reachable from the sums, each after all the fused marks that contain it."""
     children: dict[int, list[IterMark]] = {}
     marks: dict[int, IterMark] = {}
@@ -292,7 +294,7 @@ def _marks_top_down(sums) -> tuple[list[IterMark], dict]:
             indegree[id(kid)] -= 1
             if indegree[id(kid)] == 0:
                 ready.append(kid)
-    return order, children
+    return order
 
 
 def _input_of(mark: IterMark, inputs) -> tuple[E.Var, E.PrimExpr]:
@@ -370,6 +372,20 @@ def _parse_lambda(text: str, dtype: DataType) -> IndexMap:
         raise IndexMapError(f"index map text {text!r}: {err}") from None
     final = [_retype_weak(parser, value, dtype) for value in final]
     return IndexMap(initial, final)
+
+
+class _Retype(Mutator):
+    """Index variables and integer constants of one dtype moved to another."""
+
+    def __init__(self, vmap: dict, old: DataType, new: DataType):
+        self.vmap = {id(k): v for k, v in vmap.items()}
+        self.old, self.new = old, new
+
+    def visit_Var(self, var):
+        return self.vmap.get(id(var), var)
+
+    def visit_IntImm(self, imm):
+        return E.IntImm(self.new, imm.value) if imm.dtype == self.old else imm
 
 
 def _retype_weak(parser, value: E.PrimExpr, dtype: DataType) -> E.PrimExpr:

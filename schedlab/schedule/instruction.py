@@ -18,6 +18,9 @@ from typing import Any
 from .state import ScheduleState
 
 OUTPUT_KINDS = (None, "loop", "loops", "block", "blocks", "expr", "exprs")
+# kinds whose last input (a list) TVM's trace JSON writes spread out, besides `*loops` ones:
+# ["Split", ["l1", "None", 16], ...] rather than ["Split", ["l1", ["None", 16]], ...]
+_SPREAD_LAST_INPUT = frozenset({"Split", "LoopPartition"})
 
 
 @dataclass
@@ -54,6 +57,14 @@ class InstructionKind:
             if param.kind is inspect.Parameter.VAR_POSITIONAL:
                 return param.name
         return None
+
+    @property
+    def spreads_last_input(self) -> bool:
+        """Whether trace JSON writes the last input (a list) flat, as TVM does for `*loops`
+        parameters and split factors."""
+        return bool(self.inputs) and (
+            self.varargs == self.inputs[-1] or self.name in _SPREAD_LAST_INPUT
+        )
 
     def call(self, ctx: PrimitiveContext, kwargs: dict):
         """Call the primitive with arguments by name (a varargs parameter takes a list)."""

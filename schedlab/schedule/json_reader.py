@@ -12,6 +12,7 @@ from .values import decode_value
 
 _HANDLE_NAME = re.compile(r"^([blv])(\d+)$")
 _HANDLE_TYPES = {"b": BlockRV, "l": LoopRV, "v": ExprRV}
+_TVM_NAMES = {"GetSBlock": "GetBlock"}  # TVM 0.27 renamed blocks "SBlock"
 
 
 def read_instructions(insts, decisions):
@@ -28,6 +29,7 @@ def read_instructions(insts, decisions):
                 f"trace JSON: instruction {index} must be [kind, inputs, attrs, outputs]"
             )
         kind, inputs, attrs, outputs = entry
+        kind = _TVM_NAMES.get(kind, kind) if isinstance(kind, str) else kind
         if not isinstance(kind, str) or kind not in INSTRUCTION_KINDS:
             raise TraceError(f"trace JSON: instruction {index} has unknown kind {kind!r}")
         if not all(isinstance(part, list) for part in (inputs, attrs, outputs)):
@@ -35,13 +37,27 @@ def read_instructions(insts, decisions):
                 f"trace JSON: instruction {index} ({kind}): inputs, attrs and outputs must be lists"
             )
         try:
-            decoded_inputs = tuple(_input(v, defined) for v in inputs)
+            decoded_inputs = _gather(INSTRUCTION_KINDS[kind], [_input(v, defined) for v in inputs])
             decoded_attrs = tuple(decode_value(v) for v in attrs)
             decoded_outputs = tuple(_define(name, defined) for name in outputs)
         except TraceError as err:
             raise TraceError(f"trace JSON: instruction {index} ({kind}): {err}") from None
         result.append(Instruction(kind, decoded_inputs, decoded_attrs, decoded_outputs))
     return result, _decisions(decisions, result)
+
+
+def _gather(kind, inputs: list) -> tuple:
+    """Inputs by parameter: a spread last input (see InstructionKind.spreads_last_input) is
+    collected back into one list; the nested form is accepted too."""
+    count = len(kind.inputs)
+    nested = len(inputs) == count and inputs and isinstance(inputs[-1], list)
+    if kind.spreads_last_input and not nested:
+        if len(inputs) < count - 1:
+            raise TraceError(f"expected at least {count - 1} inputs, got {len(inputs)}")
+        inputs = inputs[: count - 1] + [inputs[count - 1 :]]
+    if len(inputs) != count:
+        raise TraceError(f"expected {count} inputs ({', '.join(kind.inputs)}), got {len(inputs)}")
+    return tuple(inputs)
 
 
 def _define(name, defined):

@@ -14,7 +14,9 @@ JSON schema (version 1):
      "decisions": [[instruction index, decision], ...]}
 `insts` and `decisions` follow TVM's trace JSON: handles are named b<i> (blocks), l<i> (loops),
 v<i> (sampled integers) with one counter; None is "None"; strings among inputs are JSON-quoted
-('"C"'); attrs are plain JSON. `Trace.from_json` also accepts TVM's bare `[insts, decisions]`.
+('"C"'); attrs are plain JSON; a `*loops` parameter and split factors are written flat, as the
+last inputs (["Split", ["l1", "None", 16], ...]). `Trace.from_json` also accepts TVM's bare
+`[insts, decisions]` form (and its name GetSBlock for GetBlock).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ class Trace:
             index_of[id(inst)] = index
             insts.append([
                 inst.kind,
-                [_encode_input(v, names) for v in inst.inputs],
+                _encode_inputs(get_kind(inst.kind), inst.inputs, names),
                 [_encode_attr(v) for v in inst.attrs],
                 [names.define(h) for h in inst.outputs],
             ])  # fmt: skip
@@ -248,6 +250,13 @@ def _map_handles(value, mapping: dict[int, Any]):
     if isinstance(value, (list, tuple)):
         return type(value)(_map_handles(v, mapping) for v in value)
     return value
+
+
+def _encode_inputs(kind, inputs: tuple, names: _Names) -> list:
+    encoded = [_encode_input(v, names) for v in inputs]
+    if kind.spreads_last_input and encoded and isinstance(encoded[-1], list):
+        encoded = encoded[:-1] + encoded[-1]
+    return encoded
 
 
 def _encode_input(value, names: _Names):

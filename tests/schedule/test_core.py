@@ -119,8 +119,8 @@ def test_a_new_primitive_after_undo_drops_the_redo_branch():
     sch.undo()
     sch.split(i, [None, 3])
     assert not sch.redo()
-    assert int(sch.get(sch.get_loops(block)[1]).extent) == 3
     assert [s.instruction.kind for s in sch.history[1:]] == ["GetBlock", "GetLoops", "Split"]
+    assert int(sch.get(sch.get_loops(block)[1]).extent) == 3
 
 
 def test_history_lists_every_version():

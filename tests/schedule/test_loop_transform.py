@@ -441,3 +441,581 @@ def test_fuse_error_dependent_extent():
 def test_fuse_error_no_loops():
     sch = Schedule(_gemm())
     assert_error_keeps_state(sch, lambda: sch.fuse(), ScheduleError, "at least one loop")
+
+
+# =============================================================================================
+# reorder
+# =============================================================================================
+def test_reorder_non_adjacent_loops():
+    func = workloads.get("gemm", M=4, N=6, K=8)[0]
+    sch = Schedule(func)
+    i, j, k = _loops(sch, "C")
+    sch.reorder(k, i)
+    assert_script_equal(sch.func, """
+@T.prim_func
+def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
+         C: T.Buffer((4, 6), "float32")):
+    for k, j, i in T.grid(8, 6, 4):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            T.reads(A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+""")  # fmt: skip
+    assert [sch.get(x).loop_var.name for x in (i, j, k)] == ["i", "j", "k"]  # handles follow
+    assert_trace_roundtrip(sch, func)
+    assert "sch.reorder(l3, l1)" in sch.trace.as_python_function()
+    assert_same_numerics(func, sch.func)
+
+
+def test_reorder_tiles():
+    func = _gemm(13, 7, 9)
+    sch = Schedule(func)
+    i, j, k = _loops(sch, "C")
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [2, None])
+    k0, k1 = sch.split(k, [None, 2])
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    assert _names(sch, "C") == ["i_0", "j_0", "k_0", "i_1", "j_1", "k_1"]
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+@pytest.mark.parametrize(
+    "name, sizes, block, order",
+    [
+        ("conv2d_nchw", dict(N=1, CI=3, H=5, W=7, CO=3), "conv2d_nchw", [4, 1, 6, 2]),
+        ("softmax", dict(M=5, N=7), "T_softmax_maxelem", [1, 0]),
+        ("max_pool2d_nchw", dict(N=1, C=3, H=9, W=7), None, [3, 1]),
+        ("matmul_bias_relu", dict(M=7, N=9, K=5), "T_relu", [1, 0]),
+    ],
+)
+def test_reorder_numerics(name, sizes, block, order):
+    func = workloads.get(name, **sizes)[0]
+    sch = Schedule(func)
+    block = block or sch.get(sch.get_child_blocks(sch.get_block("root"))[-1]).name_hint
+    loops = _loops(sch, block)
+    sch.reorder(*[loops[index] for index in order])
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_reorder_single_loop_is_a_no_op():
+    sch = Schedule(_gemm())
+    mod = sch.mod
+    sch.reorder(_loops(sch, "C")[0])
+    assert sch.mod is mod and len(sch.trace) == 3
+
+
+def test_reorder_two_blocks_touching_data_in_the_same_iteration():
+    func = _func(SAME_LOOP_TWO_BLOCKS)
+    sch = Schedule(func)
+    i, j = _loops(sch, "B")
+    sch.reorder(j, i)
+    assert _names(sch, "C") == ["j", "i"]
+    assert_same_numerics(func, sch.func)
+
+
+def test_reorder_error_dependence_across_iterations():
+    sch = Schedule(_func(TRANSPOSED_TWO_BLOCKS))
+    i, j = _loops(sch, "B")
+    err = assert_error_keeps_state(sch, lambda: sch.reorder(j, i), DependencyError,
+                                   "buffer B")  # fmt: skip
+    assert {b.name_hint for b in err.nodes} == {"B", "C"}
+
+
+def test_reorder_error_repeated_loop():
+    sch = Schedule(_gemm())
+    i, j, _ = _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.reorder(i, j, i), RepeatedLoopError,
+                             "more than once")  # fmt: skip
+
+
+def test_reorder_error_loops_in_different_branches():
+    sch = Schedule(_func(SPLIT_BODY))
+    (_, j1), (_, j2) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.reorder(j2, j1), LoopsNotAChainError,
+                             "different branches")  # fmt: skip
+
+
+def test_reorder_error_loops_in_different_scopes():
+    sch = Schedule(_func(TWO_STAGES))
+    (i1, _), (_, j2) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.reorder(j2, i1), LoopsNotAChainError)
+
+
+def test_reorder_error_non_single_branch():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"),
+         C: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            C[vi] = A[vi, 0]
+        for j in range(4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    i, j = _loops(sch, "B")
+    assert_error_keeps_state(sch, lambda: sch.reorder(j, i), LoopsNotAChainError,
+                             "more than one child")  # fmt: skip
+
+
+def test_reorder_error_non_affine_binding():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i, j in T.grid(4, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i * j)
+            B[vi] = A[vi] + T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    i, j = _loops(sch, "B")
+    err = assert_error_keeps_state(sch, lambda: sch.reorder(j, i), NonAffineBindingError,
+                                   "affine binding")  # fmt: skip
+    assert err.nodes[0].name_hint == "B"
+
+
+def test_reorder_error_reduction_with_a_repeating_loop():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((4, 4), "float32"), C: T.Buffer((4,), "float32")):
+    for i, k, r in T.grid(4, 4, 2):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+""")  # fmt: skip
+    sch = Schedule(func)
+    _, k, r = _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.reorder(r, k), NonAffineBindingError,
+                             "one-to-one")  # fmt: skip
+
+
+def test_reorder_error_opaque_iter_var():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+    for i, j in T.grid(4, 4):
+        with T.block("B"):
+            vi = T.axis.opaque(4, i)
+            vj = T.axis.spatial(4, j)
+            B[vi, vj] = A[vi, vj]
+""")  # fmt: skip
+    sch = Schedule(func)
+    i, j = _loops(sch, "B")
+    assert_error_keeps_state(sch, lambda: sch.reorder(j, i), BlockIterTypeError, "opaque")
+
+
+def test_reorder_error_dependent_loop():
+    sch = Schedule(_func(TRIANGLE))
+    i, j = _loops(sch, "B")
+    assert_error_keeps_state(sch, lambda: sch.reorder(j, i), DependentLoopError,
+                             "range of loop j")  # fmt: skip
+
+
+# =============================================================================================
+# merge
+# =============================================================================================
+def test_merge_two_levels():
+    func = _func(TWO_STAGES)
+    sch = Schedule(func)
+    (_, j1), (_, j2) = _loops(sch, "B"), _loops(sch, "C")
+    merged = sch.merge(j1, j2)
+    assert sch.get(merged).loop_var.name == "j_m"
+    assert_script_equal(sch.func, """
+@T.prim_func
+def main(A: T.Buffer((9, 5), "float32"), B: T.Buffer((9, 5), "float32"),
+         C: T.Buffer((9, 5), "float32")):
+    for i_m, j_m in T.grid(9, 5):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i_m, j_m])
+            T.reads(A[vi, vj])
+            T.writes(B[vi, vj])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i_m, j_m])
+            T.reads(B[vi, vj])
+            T.writes(C[vi, vj])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+""")  # fmt: skip
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_merge_outer_level_only():
+    func = _func(TWO_STAGES)
+    sch = Schedule(func)
+    (i1, _), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    sch.merge(i1, i2)
+    assert _names(sch, "B") == ["i_m", "j"] and _names(sch, "C") == ["i_m", "j"]
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_merge_independent_nests_in_any_order():
+    func = _func(TWO_STAGES.replace("B[vi, vj] + T.float32(1)", "A[vi, vj] + T.float32(1)"))
+    sch = Schedule(func)
+    (i1, _), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    sch.merge(i2, i1)
+    blocks = [sch.get(b).name_hint for b in sch.get_child_blocks(_loops(sch, "B")[0])]
+    assert blocks == ["C", "B"]
+    assert_same_numerics(func, sch.func, compiled=False)
+
+
+def test_merge_error_shifted_dependence():
+    sch = Schedule(_func(SHIFTED_STAGES.replace("range(10)", "range(9)")))
+    (i1,), (i2,) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i1, i2), DependencyError,
+                             "different iterations")  # fmt: skip
+
+
+def test_merge_error_swapped_dependent_nests():
+    sch = Schedule(_func(TWO_STAGES))
+    (i1, _), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i2, i1), DependencyError, "program order")
+
+
+def test_merge_error_extent_mismatch():
+    sch = Schedule(_func(SHIFTED_STAGES))
+    (i1,), (i2,) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i1, i2), LoopNestMismatchError,
+                             "differ in extent")  # fmt: skip
+
+
+def test_merge_error_depth_mismatch():
+    sch = Schedule(_func(TWO_STAGES))
+    (_, j1), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(j1, i2), LoopNestMismatchError, "deep")
+
+
+def test_merge_error_nested_loops():
+    sch = Schedule(_gemm())
+    i, j, _ = _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i, j), LoopsNotAChainError, "contains")
+
+
+def test_merge_error_not_siblings():
+    sch = Schedule(_func(SPLIT_BODY))
+    (_, j1), (_, j2) = _loops(sch, "B"), _loops(sch, "C")
+    sch.merge(j1, j2)  # siblings inside loop i: fine
+    assert _names(sch, "C") == ["i", "j_m"]
+    sch2 = Schedule(_func(TWO_STAGES))
+    (_, j1), (i2, j2) = _loops(sch2, "B"), _loops(sch2, "C")
+    assert_error_keeps_state(sch2, lambda: sch2.merge(j1, j2, i2), LoopsNotAChainError)
+
+
+def test_merge_error_statements_in_between():
+    between = """    for i in range(9):
+        with T.block("D"):
+            vi = T.axis.spatial(9, i)
+            A[vi, 0] = T.float32(0)
+"""
+    head, tail = TWO_STAGES.split('    for i, j in T.grid(9, 5):\n        with T.block("C")')
+    sch = Schedule(_func(head + between + "    for i, j in T.grid(9, 5):\n"
+                         '        with T.block("C")' + tail))  # fmt: skip
+    (i1, _), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i1, i2), LoopsNotAChainError,
+                             "stand between")  # fmt: skip
+
+
+def test_merge_error_needs_two_loops():
+    sch = Schedule(_gemm())
+    i = _loops(sch, "C")[0]
+    assert_error_keeps_state(sch, lambda: sch.merge(i), ScheduleError, "at least two")
+    assert_error_keeps_state(sch, lambda: sch.merge(i, i), RepeatedLoopError)
+
+
+def test_merge_error_annotation():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"),
+         C: T.Buffer((8,), "float32")):
+    for i in T.serial(8, annotations={"pragma_auto_unroll_max_step": 16}):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = A[vi] + T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    (i1,), (i2,) = _loops(sch, "B"), _loops(sch, "C")
+    assert_error_keeps_state(sch, lambda: sch.merge(i1, i2), LoopAnnotationError)
+
+
+# =============================================================================================
+# add_unit_loop
+# =============================================================================================
+def test_add_unit_loop_above_a_block_and_a_loop():
+    func = workloads.get("gemm", M=3, N=5, K=7)[0]
+    sch = Schedule(func)
+    u = sch.add_unit_loop(sch.get_block("C"))
+    i = _loops(sch, "C")[0]
+    v = sch.add_unit_loop(i)
+    assert sch.get(u).extent.value == 1 and sch.get(v).body is sch.get(i)
+    assert_script_equal(sch.func, """
+@T.prim_func
+def gemm(A: T.Buffer((3, 7), "float32"), B: T.Buffer((7, 5), "float32"),
+         C: T.Buffer((3, 5), "float32")):
+    for u, i, j, k, u_1 in T.grid(1, 3, 5, 7, 1):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            T.reads(A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+""")  # fmt: skip
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+    sch.reorder(u, v)  # the unit loops do not upset the affine checks
+    assert_same_numerics(func, sch.func, compiled=False)
+
+
+def test_add_unit_loop_error_root_block():
+    sch = Schedule(_gemm())
+    root = sch.get_block("root")
+    assert_error_keeps_state(sch, lambda: sch.add_unit_loop(root), ScheduleError, "root block")
+
+
+# =============================================================================================
+# loop_partition
+# =============================================================================================
+def test_loop_partition_with_a_rest_part():
+    func = _func(TWO_STAGES)
+    sch = Schedule(func)
+    i = _loops(sch, "B")[0]
+    parts = sch.loop_partition(i, [2, 3])
+    assert [(sch.get(p).min.value, sch.get(p).extent.value) for p in parts] == [
+        (0, 2), (2, 3), (5, 4)
+    ]  # fmt: skip
+    assert [sch.get(p).loop_var.name for p in parts] == ["i0", "i1", "i2"]
+    for name in ("B_i0", "B_i1", "B_i2"):
+        sch.get_block(name)
+    block = sch.get(sch.get_block("B_i1"))
+    assert (block.iter_vars[0].dom.min.value, block.iter_vars[0].dom.extent.value) == (2, 3)
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+    with pytest.raises(HandleError, match="loop_partition"):
+        sch.get(i)
+
+
+def test_loop_partition_structure():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((5,), "float32"), B: T.Buffer((5,), "float32")):
+    for i in range(5):
+        with T.block("B"):
+            vi = T.axis.spatial(5, i)
+            B[vi] = A[vi] + T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    sch.loop_partition(_loops(sch, "B")[0], [None, 2])
+    assert_script_equal(sch.func, """
+@T.prim_func
+def main(A: T.Buffer((5,), "float32"), B: T.Buffer((5,), "float32")):
+    for i0 in range(3):
+        with T.block("B_i0"):
+            vi = T.axis.spatial((0, 3), i0)
+            T.reads(A[vi])
+            T.writes(B[vi])
+            B[vi] = A[vi] + T.float32(1)
+    for i1 in range(3, 5):
+        with T.block("B_i1"):
+            vi = T.axis.spatial((3, 5), i1)
+            T.reads(A[vi])
+            T.writes(B[vi])
+            B[vi] = A[vi] + T.float32(1)
+""")  # fmt: skip
+
+
+def test_loop_partition_reduction_loop_drops_the_later_inits():
+    func = _gemm(5, 3, 7)
+    sch = Schedule(func)
+    k = _loops(sch, "C")[2]
+    sch.loop_partition(k, [3])
+    assert sch.get(sch.get_block("C_k0")).init is not None
+    assert sch.get(sch.get_block("C_k1")).init is None
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+@pytest.mark.parametrize(
+    "name, sizes, block, loop_index, factors",
+    [
+        ("conv2d_nchw", dict(N=1, CI=3, H=7, W=5, CO=3), "conv2d_nchw", 2, [1, None]),
+        ("conv2d_nchw", dict(N=1, CI=3, H=7, W=5, CO=3), "conv2d_nchw", 4, [1]),
+        ("softmax", dict(M=5, N=7), "T_softmax_exp", 0, [2, 2]),
+    ],
+)
+def test_loop_partition_numerics(name, sizes, block, loop_index, factors):
+    func = workloads.get(name, **sizes)[0]
+    sch = Schedule(func)
+    sch.loop_partition(_loops(sch, block)[loop_index], factors)
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_loop_partition_error_sum_too_large():
+    sch = Schedule(_gemm())
+    i = _loops(sch, "C")[0]
+    assert_error_keeps_state(sch, lambda: sch.loop_partition(i, [4, 6]), FactorError,
+                             "add up to 10")  # fmt: skip
+    assert_error_keeps_state(sch, lambda: sch.loop_partition(i, [None, None]), FactorError)
+
+
+def test_loop_partition_error_symbolic_extent():
+    func = _func("""
+@T.prim_func
+def main(a: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    for i in range(n):
+        with T.block("A"):
+            vi = T.axis.spatial(n, i)
+            A[vi] = T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    i = _loops(sch, "A")[0]
+    assert_error_keeps_state(sch, lambda: sch.loop_partition(i, [2]), SymbolicExtentError)
+
+
+def test_loop_partition_error_annotation():
+    sch = Schedule(_func(ANNOTATED))
+    i = _loops(sch, "B")[0]
+    assert_error_keeps_state(sch, lambda: sch.loop_partition(i, [2]), LoopAnnotationError)
+
+
+def test_loop_partition_error_block_with_buffers():
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            tmp = T.alloc_buffer((1,), "float32")
+            tmp[0] = A[vi]
+            B[vi] = tmp[0]
+""")  # fmt: skip
+    sch = Schedule(func)
+    i = _loops(sch, "B")[0]
+    assert_error_keeps_state(sch, lambda: sch.loop_partition(i, [2]), ScheduleError,
+                             "allocates or matches buffers")  # fmt: skip
+
+
+# =============================================================================================
+# sequences and analyses
+# =============================================================================================
+def test_tiling_sequence_on_gemm():
+    func = _gemm(17, 23, 11)
+    sch = Schedule(func, seed=3)
+    i, j, k = _loops(sch, "C")
+    i0, i1, i2 = sch.split(i, sch.sample_perfect_tile(i, n=3, max_innermost_factor=4))
+    j0, j1 = sch.split(j, [None, 8])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i0, j0, k0, i1, k1, i2, j1)
+    fused = sch.fuse(i0, j0)
+    sch.add_unit_loop(fused)
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_affine_analysis():
+    sch = Schedule(_gemm(12, 16, 4))
+    block = sch.get_block("C")
+    i0, i1 = sch.split(_loops(sch, "C")[0], [3, 4])
+    state, node = sch.state, sch.get(block)
+    assert is_affine_binding(state, node) and is_bijective_binding(state, node)
+    assert list(loop_domains(state, node, top=sch.get(i1))) == [
+        sch.get(i1).loop_var, *(sch.get(x).loop_var for x in _loops(sch, "C")[2:])
+    ]  # fmt: skip
+    check_affine_binding(state, node, bijective=True)
+    func = _func("""
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i // 2)
+            B[vi] = A[vi]
+""")  # fmt: skip
+    sch = Schedule(func)
+    block = sch.get(sch.get_block("B"))
+    assert is_affine_binding(sch.state, block)
+    assert not is_bijective_binding(sch.state, block)
+    with pytest.raises(NonAffineBindingError, match="one-to-one"):
+        check_affine_binding(sch.state, block, bijective=True)
+
+
+def test_iteration_conflict_analysis():
+    sch = Schedule(_func(TRANSPOSED_TWO_BLOCKS))
+    i, j = (sch.get(x) for x in _loops(sch, "B"))
+    first, second = block_accesses(j.body)
+    assert (first.block.name_hint, second.block.name_hint) == ("B", "C")
+    from schedlab.ir.expr import Range
+
+    domains = {i.loop_var: Range(i.min, i.extent), j.loop_var: Range(j.min, j.extent)}
+    assert iteration_conflict(first, second, domains).name == "B"
+    sch = Schedule(_func(SAME_LOOP_TWO_BLOCKS))
+    i, j = (sch.get(x) for x in _loops(sch, "B"))
+    first, second = block_accesses(j.body)
+    domains = {i.loop_var: Range(i.min, i.extent), j.loop_var: Range(j.min, j.extent)}
+    assert iteration_conflict(first, second, domains) is None
+    tiles = block_accesses(i.body)  # relaxed over j: B[i, 0:6] on both sides, one tile per i
+    assert iteration_conflict(*tiles, {i.loop_var: Range(i.min, i.extent)}) is None
+    assert isinstance(i, For)
+
+
+RANDOM_WORKLOADS = [
+    ("gemm", dict(M=7, N=5, K=6)),
+    ("softmax", dict(M=3, N=7)),
+    ("layer_norm", dict(M=3, N=5)),
+    ("matmul_bias_relu", dict(M=5, N=3, K=4)),
+    ("batch_matmul", dict(batch=2, M=3, N=5, K=3)),
+]
+
+
+def _random_step(sch: Schedule, rng) -> None:
+    """One random loop primitive on a random block; refusals (ScheduleError) are fine."""
+    blocks = [b for b in sch.state.child_blocks(sch.get(sch.get_block("root")))]
+    loops = _loops(sch, rng.choice(blocks).name_hint)
+    if not loops:
+        return
+    kind = rng.choice(["split", "split", "reorder", "fuse", "partition", "unit"])
+    try:
+        if kind == "split":
+            extent = sch.get(loop := rng.choice(loops)).extent.value
+            sch.split(loop, rng.choice([[None, rng.randint(1, extent + 1)], [2, None, 2]]))
+        elif kind == "reorder":
+            sch.reorder(*rng.sample(loops, min(len(loops), rng.randint(2, 4))))
+        elif kind == "fuse":
+            start = rng.randrange(len(loops))
+            sch.fuse(*loops[start : start + rng.randint(1, 3)])
+        elif kind == "partition" and sch.get(loop := rng.choice(loops)).extent.value > 1:
+            sch.loop_partition(loop, [rng.randint(1, sch.get(loop).extent.value - 1)])
+        elif kind == "unit":
+            sch.add_unit_loop(rng.choice(loops))
+    except ScheduleError:
+        pass
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_loop_sequences_keep_numerics(seed):
+    import random
+
+    rng = random.Random(seed)
+    name, sizes = RANDOM_WORKLOADS[seed % len(RANDOM_WORKLOADS)]
+    func = workloads.get(name, **sizes)[0]
+    sch = Schedule(func, seed=seed)
+    for _ in range(6):
+        _random_step(sch, rng)
+    assert_same_numerics(func, sch.func, compiled=seed % 4 == 0)
+    assert_trace_roundtrip(sch, func)

@@ -14,7 +14,7 @@ from schedlab.schedule import Schedule, ScheduleError, Trace, TraceError
 from schedlab.schedule.values import decode_value, encode_value, python_value
 from schedlab.script import tir as T
 
-from .helpers import assert_trace_roundtrip
+from .helpers import assert_script_equal, assert_trace_roundtrip
 
 
 def _gemm(m=12, n=10, k=8):
@@ -93,6 +93,61 @@ def test_tvm_bare_form_written_by_hand():
     assert [sch.get(v) for v in sample.outputs] == [3, 4]
 
 
+# TVM 0.27's trace of a 128^3 matmul (TVM_INVENTORY.md section 2), verbatim but for the function
+# name: TVM calls the function "main", schedlab keeps its global symbol (null: the only one).
+TVM_TRACE = """[[["GetSBlock", [], ["C", null], ["b0"]],
+  ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]],
+  ["Split", ["l1", "None", 16], [true, false], ["l4", "l5"]],
+  ["SamplePerfectTile", ["l2"], [2, 16], ["v6", "v7"]],
+  ["Split", ["l2", "v6", "v7"], [true, false], ["l8", "l9"]],
+  ["Reorder", ["l4", "l8", "l5", "l3", "l9"], [], []],
+  ["Fuse", ["l4", "l8"], [1], ["l10"]],
+  ["Parallel", ["l10"], [], []],
+  ["Vectorize", ["l9"], [], []]],
+ [[3, [16, 8]]]]"""
+
+
+def test_a_trace_written_by_tvm_replays_to_tvms_loop_nest():
+    func = _gemm(128, 128, 128)
+    sch = _replay(Trace.from_json(TVM_TRACE), func)
+    assert_script_equal(
+        sch.func,
+        """
+@T.prim_func
+def gemm(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+         C: T.Buffer((128, 128), "float32")):
+    for i_0_j_0_fused in T.parallel(128):
+        for i_1, k in T.grid(16, 128):
+            for j_1 in T.vectorized(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i_0_j_0_fused // 16 * 16 + i_1)
+                    vj = T.axis.spatial(128, i_0_j_0_fused % 16 * 8 + j_1)
+                    vk = T.axis.reduce(128, k)
+                    T.reads(A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+""",
+    )
+    written = sch.trace.as_tvm_json()[0]
+    tvm = json.loads(TVM_TRACE)[0]
+    assert written[2:6] == tvm[2:6]  # Split/SamplePerfectTile/Split/Reorder: TVM's spread form
+    assert written[6][1] == ["l4", "l8"]
+
+
+def test_spread_and_nested_list_inputs_both_read():
+    func = _gemm()
+    data = _tiled(func).trace.as_json()
+    split = next(x for x in data["insts"] if x[0] == "Split")
+    loop, *factors = split[1]
+    split[1] = [loop, factors]  # the nested form
+    assert_structural_equal(_replay(Trace.from_json(data), func).mod, _tiled(func).mod)
+    split[1] = []
+    with pytest.raises(TraceError, match="expected at least 1 inputs, got 0"):
+        Trace.from_json(data)
+
+
 # -- Python ------------------------------------------------------------------------------------
 def test_as_python_runs_and_reproduces_the_ir():
     func = _gemm()
@@ -147,13 +202,15 @@ def test_decision_provider_overrides_decisions():
     trace = _tiled(func).trace
     seen = []
 
-    def provider(inst, inputs, attrs, decision):
+    def provider(inst, inputs, attrs, decision):  # called for every instruction, as in TVM
         seen.append((inst.kind, decision))
         return [2, 6] if inst.kind == "SamplePerfectTile" else decision
 
     sch = Schedule(func)
     trace.apply_to_schedule(sch, decision_provider=provider)
-    assert [kind for kind, _ in seen] == ["SamplePerfectTile", "SampleCategorical"]
+    assert [kind for kind, _ in seen] == [inst.kind for inst in trace.insts]
+    decided = [kind for kind, decision in seen if decision is not None]
+    assert decided == ["SamplePerfectTile", "SampleCategorical"]
     assert int(sch.get(sch.get_loops(sch.get_block("C"))[1]).extent) == 6
 
 
@@ -272,6 +329,7 @@ MALFORMED = {
     "bad output name": _with(["insts", 0, 3], ["b0; import os"]),
     "output defined twice": _with(["insts", 1, 3], ["l1", "l1", "l3"]),
     "handle used before defined": _with(["insts", 1, 1], ["b7"]),
+    "too many inputs": _with(["insts", 1, 1], ["b0", "b0"]),
     "unquoted string input": _with(["insts", 1, 1], ["__import__('os')"]),
     "broken quoted string": _with(["insts", 1, 1], ['"C']),
     "decisions not a list": _with(["decisions"], {}),

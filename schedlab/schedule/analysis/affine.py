@@ -55,23 +55,21 @@ def is_affine_binding(state: ScheduleState, block: Block, top: For | None = None
 
 
 def is_bijective_binding(state: ScheduleState, block: Block, top: For | None = None) -> bool:
-    """The iter values are a one-to-one affine map of the loops (from `top` down, if given):
-    every block instance runs exactly once."""
-    return bool(binding_iter_map(state, block, "bijective", top))
+    """The iter values are a one-to-one affine map of the loops (with `top`: of all the loops in
+    the scope, or at least of those from `top` down): every block instance runs exactly once."""
+    if binding_iter_map(state, block, "bijective"):
+        return True
+    return top is not None and bool(binding_iter_map(state, block, "bijective", top))
 
 
 def check_affine_binding(state: ScheduleState, block: Block, top: For | None = None,
                          bijective: bool = False, why: str = "") -> None:  # fmt: skip
     """Raise NonAffineBindingError naming the block and what is not affine about its iter
     values. `why` says which primitive needs it and why (added to the message)."""
-    if bijective:
-        result = binding_iter_map(state, block, "bijective", top)
-    elif is_affine_binding(state, block, top):
+    holds = is_bijective_binding if bijective else is_affine_binding
+    if holds(state, block, top):
         return
-    else:
-        result = binding_iter_map(state, block, "surjective", top)
-    if result:
-        return
+    result = binding_iter_map(state, block, "bijective" if bijective else "surjective", top)
     kind = "a one-to-one affine" if bijective else "an affine"
     values = ", ".join(
         f"{iv.var.name} = {value}"

@@ -34,8 +34,9 @@ def check_storage_scope(scope, primitive: str) -> str:
     """`scope` itself when it is a known storage scope; a StorageScopeError naming them if not."""
     if not isinstance(scope, str) or scope not in SCOPES:
         raise StorageScopeError(
-            f"{primitive}: storage_scope {scope!r} is not a storage scope; use one of "
-            f"{', '.join(repr(s) for s in SCOPES)}"
+            f"storage_scope {scope!r} is not a storage scope; use one of "
+            f"{', '.join(repr(s) for s in SCOPES)}",
+            primitive=primitive,
         )
     return scope
 
@@ -51,17 +52,19 @@ def resolve_buffer(block: Block, index, default_kind: str | None, primitive: str
     if isinstance(index, int) and not isinstance(index, bool):
         if default_kind is None:
             raise BufferIndexError(
-                f"{primitive}: {arg}={index} is ambiguous; pass ('read', i), ('write', i) or a "
+                f"{arg}={index} is ambiguous; pass ('read', i), ('write', i) or a "
                 f"buffer name. {_listing(block)}",
                 [block],
+                primitive=primitive,
             )
         return _by_position(block, default_kind, index, primitive, arg)
     if isinstance(index, str):
         return _by_name(block, index, default_kind, primitive, arg)
     raise BufferIndexError(
-        f"{primitive}: {arg} must be an int, a buffer name or ('read'|'write', int), got "
+        f"{arg} must be an int, a buffer name or ('read'|'write', int), got "
         f"{type(index).__name__} {index!r}. {_listing(block)}",
         [block],
+        primitive=primitive,
     )
 
 
@@ -82,7 +85,9 @@ def _by_position(block: Block, kind: str, index: int, primitive: str, arg: str):
     regions = _regions(block, kind)
     if not 0 <= index < len(regions):
         raise BufferIndexError(
-            f"{primitive}: {arg}={index} is out of range. {_listing(block, (kind,))}", [block]
+            f"{arg}={index} is out of range. {_listing(block, (kind,))}",
+            [block],
+            primitive=primitive,
         )
     return regions[index].buffer, kind, index
 
@@ -90,8 +95,9 @@ def _by_position(block: Block, kind: str, index: int, primitive: str, arg: str):
 def _by_pair(block: Block, pair, primitive: str, arg: str):
     if len(pair) != 2 or pair[0] not in KINDS or not isinstance(pair[1], int):
         raise BufferIndexError(
-            f"{primitive}: {arg} {pair!r} must be ('read', i) or ('write', i). {_listing(block)}",
+            f"{arg} {pair!r} must be ('read', i) or ('write', i). {_listing(block)}",
             [block],
+            primitive=primitive,
         )
     return _by_position(block, pair[0], pair[1], primitive, arg)
 
@@ -105,9 +111,9 @@ def _by_name(block: Block, name: str, kind: str | None, primitive: str, arg: str
                 found = (region.buffer, each, position)
     if found is None:
         raise BufferIndexError(
-            f"{primitive}: {arg}={name!r} is not a buffer the block accesses. "
-            f"{_listing(block, kinds)}",
+            f"{arg}={name!r} is not a buffer the block accesses. {_listing(block, kinds)}",
             [block],
+            primitive=primitive,
         )
     return found
 
@@ -135,10 +141,11 @@ def require_allocated(state: ScheduleState, block: Block, buffer: Buffer, primit
     site = allocation_site(state, block, buffer)
     if site is None:
         raise NotAllocatedBufferError(
-            f"{primitive}: buffer {buffer.name} is a parameter of the function (an input or "
+            f"buffer {buffer.name} is a parameter of the function (an input or "
             "output), not an intermediate buffer allocated by a block; only intermediates can "
             "be changed this way",
             [block],
+            primitive=primitive,
         )
     return site
 
@@ -214,11 +221,29 @@ def writes_densely(state: ScheduleState, block: Block, buffer: Buffer, loops: li
     # a predicate over outer loops (a split tail under compute_at) defeats the detection; a
     # box that is dense without it stays dense when each condition only cuts one index short
     # (`index < bound`) or does not involve the written indices at all
-    result = detect_iter_map(bound, dom, True, "surjective", Analyzer())
-    if not result or not all(_is_dense(expr) for expr in result.indices):
-        return False
     inner = {id(v) for v in dom}
+    if not _dense_without_predicate(bound, dom, inner):
+        return False
     return all(_clips_one_index(c, bound, inner) for c in _conjuncts(realize.predicate))
+
+
+def _dense_without_predicate(indices, dom, inner: set[int]) -> bool:
+    result = detect_iter_map(indices, dom, True, "surjective", Analyzer())
+    if result:
+        return all(_is_dense(expr) for expr in result.indices)
+    # the detection cannot divide symbolic extents; the plain case needs no detection: each
+    # index is one loop variable (each loop in one index) plus a loop-free offset
+    analyzer, seen = Analyzer(), set()
+    for index in indices:
+        used = [v for v in collect_vars(index) if id(v) in inner]
+        if not used:
+            continue
+        if len(used) != 1 or id(used[0]) in seen:
+            return False
+        seen.add(id(used[0]))
+        if not free_of(analyzer.simplify(index - used[0]), inner):
+            return False
+    return True
 
 
 def _conjuncts(condition) -> list:
@@ -291,6 +316,139 @@ def loop_and_iter_vars(stmt: Stmt) -> set[int]:
 
     post_order_visit(stmt, visit)
     return found
+
+
+# -- cache stages: where, which region, is it enough --------------------------------------------
+class CacheLocationError(ScheduleError):
+    """The cache stage has no place that runs after the writer and before the readers."""
+
+
+class RegionCoverError(ScheduleError):
+    """A reader needs elements the cache would not hold."""
+
+
+# -- location -------------------------------------------------------------------------------
+def first_in_order(state: ScheduleState, scope: Block, blocks: list[Block]) -> Block:
+    order = state.child_blocks(scope)
+    return min(blocks, key=lambda b: next(i for i, o in enumerate(order) if o is b))
+
+
+def location_between(state: ScheduleState, scope: Block, writer: Block, related: list[Block],
+                     buffer: Buffer, primitive: str) -> tuple[For | Block, int]:  # fmt: skip
+    """(loc, pos): inside the deepest loop/block holding `writer` and the first related block,
+    right before the child that holds that block."""
+    first = first_in_order(state, scope, related)
+    path_w = [*state.ancestors(writer), writer]
+    path_f = [*state.ancestors(first), first]
+    common = 0
+    while common < min(len(path_w), len(path_f)) and path_w[common] is path_f[common]:
+        common += 1
+    depth = max(i for i in range(common) if isinstance(path_w[i], (For, Block)))
+    loc = path_w[depth]
+    body = loc.body
+    if not isinstance(body, SeqStmt) or depth + 2 >= min(len(path_w), len(path_f)):
+        raise CacheLocationError(
+            f"cannot find a place between the writer {writer.name_hint!r} and the "
+            f"reader {first.name_hint!r} for the cache stage",
+            [writer, first],
+            primitive=primitive,
+        )
+    pos_w = _child_index(body, path_w[depth + 2])
+    pos_f = _child_index(body, path_f[depth + 2])
+    if pos_w >= pos_f:
+        raise CacheLocationError(
+            f"block {first.name_hint!r} reads {buffer.name} before (or "
+            f"in the same loop nest as) its writer {writer.name_hint!r}; a cache stage "
+            "cannot go between them",
+            [writer, first],
+            primitive=primitive,
+        )
+    return loc, pos_f
+
+
+def _child_index(seq: SeqStmt, child: Stmt) -> int:
+    return next(i for i, s in enumerate(seq.seq) if s is child)
+
+
+# -- region ---------------------------------------------------------------------------------
+def loops_between(state: ScheduleState, block: Block, loc: Stmt) -> tuple[list[For], list[For]]:
+    """(loops strictly below `loc` around `block`, loops at or above `loc`)."""
+    ancestors = state.ancestors(block)
+    cut = next(i for i, a in enumerate(ancestors) if a is loc)
+    above = [a for a in ancestors[: cut + 1] if isinstance(a, For)]
+    below = [a for a in ancestors[cut + 1 :] if isinstance(a, For)]
+    return below, above
+
+
+def bound_analyzer(loops: list[For]) -> Analyzer:
+    analyzer = Analyzer()
+    for loop in loops:
+        analyzer.bind(loop.loop_var, Range(loop.min, loop.extent), allow_override=True)
+    return analyzer
+
+
+def relaxed_access(state: ScheduleState, block: Block, region: BufferRegion, loc: Stmt):
+    """`region` (in the block's iter vars) as the loops between `block` and `loc` run, clamped
+    to the buffer; the analyzer knows the loops above."""
+    realize = state.realize_of(block)
+    binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
+    below, above = loops_between(state, block, loc)
+    analyzer = bound_analyzer(above)
+    bound = substitute(region, binding)
+    dom = {loop.loop_var: Range(loop.min, loop.extent) for loop in below}
+    relaxed = relax_region(bound, dom, analyzer)
+    return clamp_region(relaxed, analyzer), analyzer
+
+
+def clamp_region(region: BufferRegion, analyzer: Analyzer) -> BufferRegion:
+    """Each range cut to `[0, shape)` (a predicated tail may relax past the end)."""
+    ranges = []
+    for rng, extent in zip(region.region, region.buffer.shape):
+        low, end = rng.min, analyzer.simplify(rng.min + rng.extent)
+        if not analyzer.can_prove(low >= 0):
+            low = analyzer.simplify(op.max(low, op.const(0, low.dtype)))
+        if not analyzer.can_prove(end <= extent):
+            end = analyzer.simplify(op.min(end, extent))
+        ranges.append(Range(low, analyzer.simplify(end - low)))
+    return BufferRegion(region.buffer, tuple(ranges))
+
+
+def check_cover(state: ScheduleState, scope: Block, loc: Stmt, held_region: BufferRegion,
+                writer: Block | None, readers: list[Block], primitive: str) -> None:  # fmt: skip
+    """Every reader switched to the cache reads only elements the cache holds: readers under
+    the stage's loop within one iteration's region, readers after it within the writer's
+    whole region."""
+    buffer = held_region.buffer
+    total = None
+    for reader in readers:
+        wanted = region_of(reader.reads, buffer)
+        if wanted is None:
+            continue
+        inside = loc is scope or state.is_ancestor(loc, reader)
+        where = loc if inside else scope
+        needed, analyzer = relaxed_access(state, reader, wanted, where)
+        if inside:
+            held = held_region
+        else:
+            total = total or relaxed_access(state, writer, _written(writer, buffer), scope)[0]
+            held = total
+        if not region_covers(held, needed, analyzer):
+            raise RegionCoverError(
+                f"block {reader.name_hint!r} reads {_show(needed)} of "
+                f"{buffer.name}, but the cache holds only {_show(held)} (what "
+                f"{writer.name_hint if writer else 'the scope'} writes there)",
+                [reader],
+                primitive=primitive,
+            )
+
+
+def _written(writer: Block, buffer: Buffer) -> BufferRegion:
+    return region_of(writer.writes, buffer)
+
+
+def _show(region: BufferRegion) -> str:
+    parts = [f"{r.min}:{r.min + r.extent}" for r in region.region]
+    return "[" + ", ".join(parts) + "]"
 
 
 __all__ = [

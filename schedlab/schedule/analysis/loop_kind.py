@@ -10,20 +10,20 @@ condition that fails:
 3. the blocks directly under the loop have a compact dataflow: spatial and reduce iter vars
    only, outputs indexed by spatial iter vars only, and a block that reads what it writes reads
    exactly the element it writes;
-4. the blocks under the loop form a stage pipeline within one iteration: no block overwrites
-   what an earlier block under the loop read (write-after-read), and what a block reads from an
-   earlier block under the loop was produced in the same iteration (region cover per iteration);
+4. the loop's scope is a stage pipeline (no block overwrites what an earlier block of the scope
+   read: stage_pipeline.py), and what a block under the loop reads from an earlier block under
+   the loop was produced in the same iteration (region cover per iteration);
 5. (parallel and vectorize) a block that does not depend on the loop variable writes only
    buffers private to the loop; otherwise every iteration would write the same elements.
 
-Conditions 1-3 are TVM's; 4 is TVM's stage-pipeline property checked where it matters (among
-the blocks under the loop, per iteration); 5 is stricter than TVM, which would let such a
-schedule race.
+Conditions 1-3 are TVM's (3 without TVM's dominance clause, so an update block left by
+decompose_reduction may run in parallel); 4 is TVM's stage-pipeline property plus its region
+cover checked per iteration; 5 is stricter than TVM, which would let such a schedule race.
 """
 
 from __future__ import annotations
 
-from schedlab.arith import Analyzer, is_affine_binding, region_union, relax_region
+from schedlab.arith import Analyzer, region_union, relax_region
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import BufferRegion
 from schedlab.ir.functor import post_order_visit, pre_order_visit, substitute, uses_var
@@ -32,6 +32,8 @@ from schedlab.ir.structural import structural_equal
 
 from ..errors import DependencyError, LoopKindError, NonAffineBindingError
 from ..state import ScheduleState
+from .affine import check_affine_binding
+from .stage_pipeline import NotStagePipelineError, stage_pipeline_violation
 
 
 class WrongIterTypeError(LoopKindError):
@@ -42,20 +44,12 @@ class NotCompactDataflowError(LoopKindError):
     """A block under the loop is neither a complete block nor a reduction block."""
 
 
-class NotStagePipelineError(DependencyError):
-    """The blocks under the loop depend on each other across iterations."""
+class CrossIterationDependenceError(DependencyError):
+    """A block under the loop reads what another block under it writes in other iterations."""
 
 
 class LoopInvariantWriteError(LoopKindError):
     """A block under the loop writes the same shared elements in every iteration."""
-
-
-def has_affine_binding(state: ScheduleState, block: Block) -> bool:
-    """Whether `block`'s iter values are an affine map of the loops between it and its scope
-    (TVM's affine_binding flag); a block without loops or iter vars trivially is."""
-    realize = state.realize_of(block)
-    ranges = {loop.loop_var: E.Range(loop.min, loop.extent) for loop in state.loops_above(block)}
-    return is_affine_binding(realize, ranges)
 
 
 def action_name(kind: ForKind, thread_tag: str | None = None) -> str:
@@ -75,7 +69,7 @@ def check_parallelizable(state: ScheduleState, loop: For, kind: ForKind,
     blocks = state.child_blocks(loop)
     for block in blocks:
         _check_compact_dataflow(block, loop, action)
-    _check_no_write_after_read(blocks, loop, action)
+    _check_stage_pipeline(state, loop, action)
     _check_iteration_cover(state, loop, blocks, action)
     if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
         _check_loop_invariant_writes(state, loop, blocks, action)
@@ -94,12 +88,11 @@ def _loop_name(loop: For) -> str:
 # -- conditions 1 and 2: bindings ---------------------------------------------------------------
 def _check_block_iters(state, realize: BlockRealize, loop: For, action: str, thread_tag) -> None:
     block = realize.block
-    if not has_affine_binding(state, block):
-        raise NonAffineBindingError(
-            f"cannot {action} loop {_loop_name(loop)}: the iter values of block "
-            f"{block.name_hint!r} are not an affine map of the loops above it",
-            [block, loop],
-        )  # fmt: skip
+    try:
+        check_affine_binding(state, block, why=f" to {action} loop {_loop_name(loop)}")
+    except NonAffineBindingError as err:
+        err.nodes = (*err.nodes, loop)
+        raise
     cross_thread = thread_tag is not None and thread_tag.startswith("threadIdx")
     for iv, value in zip(block.iter_vars, realize.iter_values):
         if not uses_var(value, lambda v: v is loop.loop_var):
@@ -163,19 +156,16 @@ def _self_access_problem(block: Block) -> str | None:
 
 
 # -- condition 4: stage pipeline within one iteration -------------------------------------------
-def _check_no_write_after_read(blocks: list[Block], loop: For, action: str) -> None:
-    for index, writer in enumerate(blocks):
-        written = {id(r.buffer) for r in writer.writes}
-        for reader in blocks[:index]:
-            clash = [r.buffer.name for r in reader.reads if id(r.buffer) in written]
-            if clash:
-                raise NotStagePipelineError(
-                    f"cannot {action} loop {_loop_name(loop)}: block {writer.name_hint!r} "
-                    f"overwrites {clash[0]}, which the earlier block {reader.name_hint!r} reads "
-                    "under the same loop (a write-after-read dependence), so iterations "
-                    "running at the same time could see each other's writes",
-                    [writer, reader, loop],
-                )  # fmt: skip
+def _check_stage_pipeline(state, loop: For, action: str) -> None:
+    scope = state.scope_block(loop)
+    reason = None if scope is None else stage_pipeline_violation(state, scope)
+    if reason is not None:
+        raise NotStagePipelineError(
+            f"cannot {action} loop {_loop_name(loop)}: its scope {scope.name_hint!r} is not a "
+            f"stage pipeline: {reason}; iterations running at the same time could see each "
+            "other's writes",
+            [loop],
+        )  # fmt: skip
 
 
 def _check_iteration_cover(state, loop: For, blocks: list[Block], action: str) -> None:
@@ -193,7 +183,7 @@ def _check_iteration_cover(state, loop: For, blocks: list[Block], action: str) -
                         got = _iteration_region(state, producer, write, loop, analyzer)
                         have = got if have is None else region_union(have, got, analyzer)
             if not _covers(have, need, analyzer):
-                raise NotStagePipelineError(
+                raise CrossIterationDependenceError(
                     f"cannot {action} loop {_loop_name(loop)}: block {consumer.name_hint!r} "
                     f"reads {need}, which the blocks under the loop that write "
                     f"{read.buffer.name} ({', '.join(p.name_hint for p in producers)}) do not "

@@ -1,11 +1,12 @@
 """Reduction blocks: recognise `init` + `C[idx] = C[idx] op f(...)` and the reducer `op`.
 
-A reduction block (TVM's IsReductionBlock) has an `init` statement, affine bindings, only
-spatial and reduce iter vars, is the only writer of its outputs in its scope, and indexes its
-outputs with spatial iter vars only. Its update is recognised against `REDUCERS`, a table of
-commutative, associative reducers (sum, product, max, min) each given by the expression node of
-its combiner and its identity value; `rfactor` needs the reducer to build the partial and the
-final reduction, other primitives use `check_reduction_block` as a legality fact.
+A reduction block's update is recognised against `REDUCERS`, a table of commutative,
+associative reducers (sum, product, max, min), each given by the expression node of its combiner
+and its identity value: `match_reduction(block)` gives the reducer, the output element, the
+identity and the combined value (`rfactor` builds the partial and the final reduction from
+them). `check_reduction_block` raises the structural fact (TVM's IsReductionBlock, computed in
+stage_pipeline.py) as a NotReductionBlockError; `reduce_vars_in_output` is one of its parts that
+the parallelization checks reuse.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from schedlab.ir.structural import structural_equal
 
 from ..errors import NotReductionBlockError
 from ..state import ScheduleState
-from .loop_kind import has_affine_binding
+from .stage_pipeline import reduction_block_violation
 
 
 @dataclass(frozen=True)
@@ -52,20 +53,26 @@ class Reducer:
 
 def _lowest(dtype: DataType) -> tuple[float, ...]:
     if dtype.is_float:
-        return (_finfo(dtype).min, -math.inf)
+        return (-_largest_finite(dtype), -math.inf)
     return (dtype.min_value(),)
 
 
 def _highest(dtype: DataType) -> tuple[float, ...]:
     if dtype.is_float:
-        return (_finfo(dtype).max, math.inf)
+        return (_largest_finite(dtype), math.inf)
     return (dtype.max_value(),)
 
 
-def _finfo(dtype: DataType):
+def _largest_finite(dtype: DataType) -> float:
+    """The largest finite value of a float type (te's max/min reducers start from it)."""
     import numpy as np
 
-    return np.finfo(dtype.numpy)
+    try:
+        return float(np.finfo(dtype.numpy).max)
+    except (TypeError, ValueError):  # numpy does not know ml_dtypes' types (bfloat16)
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype.numpy).max)
 
 
 REDUCERS: tuple[Reducer, ...] = (
@@ -158,58 +165,13 @@ def _is_load_of(node, buffer: Buffer) -> bool:
 
 # -- the reduction-block legality fact ---------------------------------------------------------
 def check_reduction_block(state: ScheduleState, block: Block) -> None:
-    """Raise NotReductionBlockError unless `block` is a reduction block (TVM's conditions):
-    it has an init, affine bindings, only spatial/reduce iter vars, it is the only block of its
-    scope writing its outputs, and its reduce iter vars do not index its outputs."""
-    name = block.name_hint
-    if block.init is None:
-        raise NotReductionBlockError(
-            f"block {name!r} has no init (T.init()), so it is not a reduction block", [block]
-        )
-    if not has_affine_binding(state, block):
-        raise NotReductionBlockError(
-            f"block {name!r}: its iter values are not an affine map of the loops above it",
-            [block],
-        )
-    odd = [iv.var.name for iv in block.iter_vars if iv.iter_type not in _SPATIAL_OR_REDUCE]
-    if odd:
-        raise NotReductionBlockError(
-            f"block {name!r}: iter vars {odd} are neither spatial nor reduce", [block]
-        )
-    _check_dominant_writer(state, block)
-    indexed = reduce_vars_in_output(block)
-    if indexed:
-        raise NotReductionBlockError(
-            f"block {name!r}: reduce iter vars {indexed} index the buffer it writes; a "
-            "reduction's output may depend on spatial iter vars only", [block]
-        )  # fmt: skip
-
-
-_SPATIAL_OR_REDUCE = (IterType.SPATIAL, IterType.REDUCE)
-
-
-def is_reduction_block(state: ScheduleState, block: Block) -> bool:
-    try:
-        check_reduction_block(state, block)
-    except NotReductionBlockError:
-        return False
-    return True
-
-
-def _check_dominant_writer(state: ScheduleState, block: Block) -> None:
-    scope = state.scope_block(block)
-    if scope is None:
-        return
-    written = {id(r.buffer): r.buffer for r in block.writes}
-    for other in state.child_blocks(scope):
-        if other is block:
-            continue
-        shared = [written[id(r.buffer)].name for r in other.writes if id(r.buffer) in written]
-        if shared:
-            raise NotReductionBlockError(
-                f"block {block.name_hint!r} is not the only writer of {shared[0]}: block "
-                f"{other.name_hint!r} writes it too", [block, other]
-            )  # fmt: skip
+    """Raise NotReductionBlockError unless `block` is a reduction block (TVM's conditions, see
+    `stage_pipeline.reduction_block_violation`): it has an init, affine bindings, only spatial
+    and reduce iter vars, it is the only block of its scope writing its outputs, and its reduce
+    iter vars do not index its outputs."""
+    reason = reduction_block_violation(state, block)
+    if reason is not None:
+        raise NotReductionBlockError(f"{reason}, so it is not a reduction block", [block])
 
 
 def reduce_vars_in_output(block: Block) -> list[str]:

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from schedlab.arith import Analyzer, IntervalSet, eval_set
-from schedlab.ir.buffer import BufferRegion
 from schedlab.ir import expr as E
+from schedlab.ir.buffer import BufferRegion
 from schedlab.ir.expr import IntImm, Range, Var
 from schedlab.ir.functor import substitute
 from schedlab.ir.stmt import Block, For, ForKind

@@ -109,6 +109,12 @@ def _linear_dimension(var, linear, extent: int, required, dim_max, analyzer, cov
     a, b = linear
     if cover and extent < a:
         raise UnsolvableDomainError(f"the block leaves gaps in the index {a} * {var} + {b}")
+    if not cover and extent != 1:
+        # an instance reading several elements may need data from several iterations
+        raise UnsolvableDomainError(
+            f"each instance reads {extent} elements along it; moving a consumer needs "
+            f"single-element reads"
+        )
     if cover:  # every instance that touches [rmin, rmax]
         low = _ceildiv(required.min - b - (extent - 1), a, analyzer)
         high = _floordiv(required.max - b, a, analyzer)
@@ -148,9 +154,7 @@ def block_var_domains(
         need = union(required[key], analyzer)
         buffer = buffers[key]
         for dim, (p, r) in enumerate(zip(have, need)):
-            dim_max = analyzer.simplify(
-                E.Max(buffer.shape[dim] - 1, const(0, buffer.shape[dim].dtype))
-            )
+            dim_max = analyzer.simplify(buffer.shape[dim] - 1)
             try:
                 solved = solve_dimension(p, r, dim_max, iter_vars, analyzer, cover)
             except UnsolvableDomainError as err:

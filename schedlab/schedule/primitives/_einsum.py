@@ -32,6 +32,7 @@ def pad_einsum_state(state: ScheduleState, block: Block, loops: list[For],
         return state  # every extent is already a multiple: nothing to pad
     out = store.buffer
     grown = [b for b, d in dims.values() if any(_is_var(v) and id(v) in padded for v in d)]
+    grown = [b for b in grown if b is not out] + [b for b in grown if b is out]  # inputs first
     if any(b is out for b in grown):
         _check_complete_output(block, store)
     _check_reduction(block, store, padded, dims)
@@ -53,14 +54,12 @@ def _check_padding_arg(block: Block, padding) -> list[int]:
     count = len(block.iter_vars)
     if not isinstance(padding, (list, tuple)) or len(padding) != count:
         raise NotEinsumError(
-            f"pad_einsum: padding must be a list of {count} positive ints (one per iter var of "
+            f"padding must be a list of {count} positive ints (one per iter var of "
             f"block {block.name_hint}), got {padding!r}", [block],
         )  # fmt: skip
     for factor in padding:
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
-            raise NotEinsumError(
-                f"pad_einsum: padding factors must be positive ints, got {padding!r}", [block]
-            )
+            raise NotEinsumError(f"padding factors must be positive ints, got {padding!r}", [block])
     return list(padding)
 
 
@@ -68,7 +67,7 @@ def _single_store(block: Block) -> BufferStore:
     body = block.body
     if not isinstance(body, BufferStore):
         raise NotEinsumError(
-            f"pad_einsum: the body of block {block.name_hint} must be a single store "
+            f"the body of block {block.name_hint} must be a single store "
             f"(out[...] = expr), got a {type(body).__name__}", [block],
         )  # fmt: skip
     init = block.init
@@ -76,7 +75,7 @@ def _single_store(block: Block) -> BufferStore:
         same = isinstance(init, BufferStore) and init.buffer is body.buffer
         if not same or any(a is not b for a, b in zip(init.indices, body.indices)):
             raise NotEinsumError(
-                f"pad_einsum: the init of block {block.name_hint} must store to the same "
+                f"the init of block {block.name_hint} must store to the same "
                 "element as its body", [block],
             )  # fmt: skip
     return body
@@ -95,13 +94,13 @@ def _buffer_dims(block: Block, store: BufferStore) -> dict[int, tuple[Buffer, li
                 pattern.append(index)
             else:
                 raise NotEinsumError(
-                    f"pad_einsum: block {block.name_hint} indexes {buffer.name} with {index}; an "
+                    f"block {block.name_hint} indexes {buffer.name} with {index}; an "
                     "einsum indexes buffers with iter vars or constants only", [block],
                 )  # fmt: skip
         known = dims.get(id(buffer))
         if known is not None and [_key(v) for v in known[1]] != [_key(v) for v in pattern]:
             raise NotEinsumError(
-                f"pad_einsum: block {block.name_hint} indexes {buffer.name} in two different "
+                f"block {block.name_hint} indexes {buffer.name} in two different "
                 "ways; an einsum indexes each buffer dimension with one iter var", [block],
             )  # fmt: skip
         dims[id(buffer)] = (buffer, pattern)
@@ -122,7 +121,7 @@ def _padded_extents(block: Block, factors: list[int]) -> list[int]:
     for iv, factor in zip(block.iter_vars, factors):
         if not isinstance(iv.dom.extent, E.IntImm):
             raise NotEinsumError(
-                f"pad_einsum: iter var {iv.var.name} of block {block.name_hint} has the "
+                f"iter var {iv.var.name} of block {block.name_hint} has the "
                 f"symbolic extent {iv.dom.extent}; padding needs constant extents", [block],
             )  # fmt: skip
         extent = iv.dom.extent.value
@@ -140,7 +139,7 @@ def _check_complete_output(block: Block, store: BufferStore) -> None:
     post_order_visit(store.value, visit)
     if reads_out and block.init is None:
         raise NotEinsumError(
-            f"pad_einsum: block {block.name_hint} accumulates into {store.buffer.name} without "
+            f"block {block.name_hint} accumulates into {store.buffer.name} without "
             "an init, so a padded copy of it would start from garbage", [block],
         )  # fmt: skip
 
@@ -156,7 +155,7 @@ def _check_reduction(block: Block, store: BufferStore, padded: set, dims) -> Non
     factors = _sum_of_products(store)
     if factors is None:
         raise NotEinsumError(
-            f"pad_einsum: padding reduction axis {reduce_padded[0].name} of block "
+            f"padding reduction axis {reduce_padded[0].name} of block "
             f"{block.name_hint} needs an update out = out + a * b * ...; the padded zeros "
             "would change any other reduction", [block],
         )  # fmt: skip
@@ -164,14 +163,14 @@ def _check_reduction(block: Block, store: BufferStore, padded: set, dims) -> Non
     for factor in factors:
         if not isinstance(factor, E.BufferLoad) and _reads_axis(factor, padded, dims):
             raise NotEinsumError(
-                f"pad_einsum: the factor {factor} of block {block.name_hint} is a non-linear "
+                f"the factor {factor} of block {block.name_hint} is a non-linear "
                 "function of padded data; only plain loads may run along a padded reduction "
                 "axis", [block],
             )  # fmt: skip
     for var in reduce_padded:
         if not any(_reads_axis(f, {id(var)}, dims) for f in direct):
             raise NotEinsumError(
-                f"pad_einsum: no factor of block {block.name_hint}'s product loads along the "
+                f"no factor of block {block.name_hint}'s product loads along the "
                 f"padded reduction axis {var.name}, so its padding would add non-zero terms",
                 [block],
             )  # fmt: skip

@@ -15,19 +15,20 @@ from schedlab.ir.expr import FloatImm, IntImm
 from schedlab.ir.stmt import THREAD_TAGS, Block, For, ForKind
 
 from ..analysis.loop_kind import (
+    CrossIterationDependenceError,
     LoopInvariantWriteError,
     NotCompactDataflowError,
-    NotStagePipelineError,
     WrongIterTypeError,
     check_parallelizable,
 )
+from ..analysis.stage_pipeline import NotStagePipelineError
 from ..errors import AnnotationError, ScheduleError
 from ..instruction import PrimitiveContext, primitive
 
 __all__ = [
     "parallel", "vectorize", "unroll", "bind", "annotate", "unannotate", "ThreadAxisError",
     "AnnotationValueError", "WrongIterTypeError", "NotCompactDataflowError",
-    "NotStagePipelineError", "LoopInvariantWriteError",
+    "NotStagePipelineError", "CrossIterationDependenceError", "LoopInvariantWriteError",
 ]  # fmt: skip
 
 
@@ -53,9 +54,9 @@ def parallel(ctx: PrimitiveContext, loop: For):
 
     >>> sch = Schedule(workloads.get("gemm", M=16, N=16, K=16)[0])
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
-    >>> print(sch.func.script(show_header=False))  # before
+    >>> print(sch.func.script(show_header=False))  # before  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i, j, k in T.grid(16, 16, 16):
             with T.block("C"):
@@ -66,9 +67,9 @@ def parallel(ctx: PrimitiveContext, loop: For):
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> sch.parallel(i)
-    >>> print(sch.func.script(show_header=False))  # after
+    >>> print(sch.func.script(show_header=False))  # after  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i in T.parallel(16):
             for j, k in T.grid(16, 16):
@@ -95,9 +96,9 @@ def vectorize(ctx: PrimitiveContext, loop: For):
     >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> sch.vectorize(j)
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i in range(4):
             for j in T.vectorized(4):
@@ -124,9 +125,9 @@ def unroll(ctx: PrimitiveContext, loop: For):
     >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> sch.unroll(k)
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i, j in T.grid(4, 4):
             for k in T.unroll(4):
@@ -159,9 +160,9 @@ def bind(ctx: PrimitiveContext, loop: For, thread_axis: str):
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> sch.bind(i, "blockIdx.x")
     >>> sch.bind(j, "threadIdx.x")
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i in T.thread_binding(4, thread="blockIdx.x"):
             for j in T.thread_binding(4, thread="threadIdx.x"):
@@ -216,9 +217,9 @@ def annotate(ctx: PrimitiveContext, block_or_loop: Block | For, ann_key: str, an
     >>> i, j, k = sch.get_loops(block)
     >>> sch.annotate(i, "pragma_auto_unroll_max_step", 16)
     >>> sch.annotate(block, "meta_schedule.tiling_structure", "SSRSRS")
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i in T.serial(4, annotations={"pragma_auto_unroll_max_step": 16}):
             for j, k in T.grid(4, 4):
@@ -272,9 +273,7 @@ def unannotate(ctx: PrimitiveContext, block_or_loop: Block | For, ann_key: str):
 
 def _expect_annotatable(node, name: str) -> None:
     if not isinstance(node, (Block, For)):
-        raise ScheduleError(
-            f"{name}: expected a block or loop handle, got {type(node).__name__}"
-        )
+        raise ScheduleError(f"{name}: expected a block or loop handle, got {type(node).__name__}")
 
 
 def _describe(node) -> str:

@@ -10,7 +10,7 @@ copies is explained in cache_stage.py.
 from __future__ import annotations
 
 from schedlab.ir.buffer import Buffer
-from schedlab.ir.stmt import Block
+from schedlab.ir.stmt import Block, For
 
 from ..analysis.buffers import (
     check_storage_scope,
@@ -79,10 +79,22 @@ def cache_read(ctx: PrimitiveContext, block: Block, read_buffer_index, storage_s
     >>> k = te.reduce_axis((0, 4), name="k")
     >>> B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
     >>> sch = Schedule(te.create_prim_func([A, B]))
-    >>> copy = sch.cache_read(sch.get_block("B"), 0, "shared")
-    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(sch.func.script(show_header=False))  # before  # doctest: +ELLIPSIS
     @T.prim_func
-    def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4,), "float32")):
+    def main(...):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, k in T.grid(4, 4):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.reads(A[vi, vk])
+                T.writes(B[vi])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+    >>> copy = sch.cache_read(sch.get_block("B"), 0, "shared")
+    >>> print(sch.func.script(show_header=False))  # after  # doctest: +ELLIPSIS
+    @T.prim_func
+    def main(...):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         A_shared = T.alloc_buffer((4, 4), "float32", scope="shared")
         for ax0, ax1 in T.grid(4, 4):
@@ -108,7 +120,7 @@ def cache_read(ctx: PrimitiveContext, block: Block, read_buffer_index, storage_s
     writer = _only_writer(state, scope, buffer, "cache_read")
     if writer is block:
         raise CacheConsumerError(
-            f"cache_read: block {block.name_hint!r} both reads and writes {buffer.name}; a read "
+            f"block {block.name_hint!r} both reads and writes {buffer.name}; a read "
             "cache filled before it would miss its own writes",
             [block],
         )
@@ -161,10 +173,22 @@ def cache_write(ctx: PrimitiveContext, block: Block, write_buffer_index, storage
     >>> k = te.reduce_axis((0, 4), name="k")
     >>> B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
     >>> sch = Schedule(te.create_prim_func([A, B]))
-    >>> back = sch.cache_write(sch.get_block("B"), 0, "local")
-    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(sch.func.script(show_header=False))  # before  # doctest: +ELLIPSIS
     @T.prim_func
-    def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4,), "float32")):
+    def main(...):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, k in T.grid(4, 4):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.reads(A[vi, vk])
+                T.writes(B[vi])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+    >>> back = sch.cache_write(sch.get_block("B"), 0, "local")
+    >>> print(sch.func.script(show_header=False))  # after  # doctest: +ELLIPSIS
+    @T.prim_func
+    def main(...):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         B_local = T.alloc_buffer((4,), "float32", scope="local")
         for i, k in T.grid(4, 4):
@@ -190,7 +214,7 @@ def cache_write(ctx: PrimitiveContext, block: Block, write_buffer_index, storage
     _only_writer(state, scope, buffer, "cache_write")
     if reads_old_contents(block, buffer):
         raise CacheWriteError(
-            f"cache_write: block {block.name_hint!r} reads the previous contents of "
+            f"block {block.name_hint!r} reads the previous contents of "
             f"{buffer.name} (it loads it and has no init); the cache would start empty",
             [block],
         )
@@ -207,10 +231,9 @@ def cache_write(ctx: PrimitiveContext, block: Block, write_buffer_index, storage
 
 
 def _write_placement(state, scope, block, buffer, consumers) -> Placement:
-    others = [
-        b for b in readers_in_scope(state, scope, buffer)
-        if b is not block and not any(b is c for c in consumers)
-    ]  # fmt: skip
+    before, after = _readers_around(state, scope, block, buffer)
+    _check_earlier_readers(state, scope, block, buffer, before, consumers)
+    others = [b for b in after if not any(b is c for c in consumers)]
     if others:
         loc, pos = location_between(state, scope, block, others, buffer, "cache_write")
     else:
@@ -218,7 +241,7 @@ def _write_placement(state, scope, block, buffer, consumers) -> Placement:
     below, _ = loops_between(state, block, loc)
     if not writes_densely(state, block, buffer, below):
         raise CacheWriteError(
-            f"cache_write: cannot show that block {block.name_hint!r} writes every element of "
+            f"cannot show that block {block.name_hint!r} writes every element of "
             f"the region of {buffer.name} it touches (strided or irregular indices); the copy "
             "back would overwrite the elements it skips",
             [block],
@@ -227,19 +250,51 @@ def _write_placement(state, scope, block, buffer, consumers) -> Placement:
     return Placement(loc, pos, region, can_be_compact(scope, loc, region))
 
 
+def _readers_around(state, scope, block, buffer) -> tuple[list[Block], list[Block]]:
+    """The other readers of `buffer` in the scope, (before `block`, after it) in program
+    order. Only the later ones read what the block writes (TVM's RAW dependences)."""
+    order = state.child_blocks(scope)
+    here = next(i for i, b in enumerate(order) if b is block)
+    readers = readers_in_scope(state, scope, buffer)
+    before = [b for b in readers if any(b is o for o in order[:here])]
+    after = [b for b in readers if any(b is o for o in order[here + 1 :])]
+    return before, after
+
+
+def _check_earlier_readers(state, scope, block, buffer, before, consumers) -> None:
+    """A reader earlier than the writer reads the old contents, unless a loop around both
+    carries the writer's values to its next iteration; then the copy back, placed after the
+    writer, would come too late for it. A cache consumer must come after the writer."""
+    for reader in before:
+        if any(reader is c for c in consumers):
+            raise CacheConsumerError(
+                f"consumer block {reader.name_hint!r} runs before the writer "
+                f"{block.name_hint!r}, so it cannot read the cache",
+                [reader],
+            )
+        shared = [a for a in state.ancestors(block) if state.is_ancestor(a, reader)]
+        if any(isinstance(a, For) and state.is_ancestor(scope, a) for a in shared):
+            raise CacheLocationError(
+                f"block {reader.name_hint!r} reads {buffer.name} before its writer "
+                f"{block.name_hint!r} inside a loop around both; it may read values written "
+                "by an earlier iteration, which the copy back would deliver too late",
+                [reader, block],
+            )
+
+
 # -- shared checks ----------------------------------------------------------------------------
 def _buffer(block, index, kind: str, primitive_name: str, arg: str) -> Buffer:
     if not isinstance(block, Block):
-        raise ScheduleError(
-            f"{primitive_name}: block must be a block handle, got {type(block).__name__}"
-        )
+        raise ScheduleError(f"block must be a block handle, got {type(block).__name__}")
     return resolve_buffer(block, index, kind, primitive_name, arg)[0]
 
 
 def _scope(state: ScheduleState, block: Block, primitive_name: str) -> Block:
     scope = state.scope_block(block)
     if scope is None:
-        raise ScheduleError(f"{primitive_name}: the root block has no scope to cache in", [block])
+        raise ScheduleError(
+            "the root block has no scope to cache in", [block], primitive=primitive_name
+        )
     return scope
 
 
@@ -248,10 +303,11 @@ def _only_writer(state, scope: Block, buffer: Buffer, primitive_name: str) -> Bl
     if len(writers) > 1:
         names = ", ".join(repr(w.name_hint) for w in writers)
         raise NotSingleWriterError(
-            f"{primitive_name}: buffer {buffer.name} is written by {len(writers)} blocks "
+            f"buffer {buffer.name} is written by {len(writers)} blocks "
             f"({names}); a cache needs a single writer in the scope (cache before "
             "decompose_reduction / rfactor, or inline the extra writers)",
             writers,
+            primitive=primitive_name,
         )
     return writers[0] if writers else None
 
@@ -261,8 +317,7 @@ def _consumers(state, scope: Block, buffer: Buffer, blocks, primitive_name: str)
         return None
     if not isinstance(blocks, (list, tuple)):
         raise CacheConsumerError(
-            f"{primitive_name}: consumer_blocks must be a list of block handles, got "
-            f"{type(blocks).__name__}"
+            f"consumer_blocks must be a list of block handles, got {type(blocks).__name__}"
         )
     readers = readers_in_scope(state, scope, buffer)
     for consumer in blocks:
@@ -270,9 +325,10 @@ def _consumers(state, scope: Block, buffer: Buffer, blocks, primitive_name: str)
             what = consumer.name_hint if isinstance(consumer, Block) else repr(consumer)
             known = ", ".join(repr(r.name_hint) for r in readers) or "none"
             raise CacheConsumerError(
-                f"{primitive_name}: consumer block {what!r} does not read {buffer.name} in this "
+                f"consumer block {what!r} does not read {buffer.name} in this "
                 f"scope; the readers are: {known}",
                 [consumer] if isinstance(consumer, Block) else [],
+                primitive=primitive_name,
             )
     return list(blocks) or None
 

@@ -34,7 +34,7 @@ class ReindexError(ScheduleError):
 
 
 @primitive("ReIndex", inputs=("block",), outputs="block")
-def reindex(ctx: PrimitiveContext, block: Block, buffer_index):
+def reindex(ctx: PrimitiveContext, block: Block, buffer_index, buffer_index_type=None):
     """Stage one buffer of the block through a new buffer `<name>_reindex` indexed by the
     block's iter vars: the block accesses `X_reindex[v...]` (the iter vars used in its indices,
     in block order), and a new block `<name>_reindex` (returned) copies `X` into it just before
@@ -46,15 +46,27 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index):
     domain; a read-reindexed buffer is not also written by the block; a write-reindexed one
     is not read for its previous contents (a reduction with an init is fine).
 
-    Parameters: block -- the block; buffer_index -- which of its buffers.
+    Parameters: block -- the block; buffer_index -- which of its buffers; buffer_index_type --
+    "read" or "write" (or TVM's 0 / 1) when buffer_index is a plain int, as TVM's ReIndex
+    instruction records it (so TVM traces replay).
 
     >>> A = te.placeholder((3, 4), name="A")
     >>> B = te.compute((4, 3), lambda i, j: A[j, i] + 1.0, name="B")
     >>> sch = Schedule(te.create_prim_func([A, B]))
-    >>> copy = sch.reindex(sch.get_block("B"), ("read", 0))
-    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(sch.func.script(show_header=False))  # before  # doctest: +ELLIPSIS
     @T.prim_func
-    def main(A: T.Buffer((3, 4), "float32"), B: T.Buffer((4, 3), "float32")):
+    def main(...):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j in T.grid(4, 3):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vj, vi])
+                T.writes(B[vi, vj])
+                B[vi, vj] = A[vj, vi] + T.float32(1)
+    >>> copy = sch.reindex(sch.get_block("B"), ("read", 0))
+    >>> print(sch.func.script(show_header=False))  # after  # doctest: +ELLIPSIS
+    @T.prim_func
+    def main(...):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         A_reindex = T.alloc_buffer((4, 3), "float32")
         for ax0, ax1 in T.grid(4, 3):
@@ -71,12 +83,13 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index):
                 B[vi, vj] = A_reindex[vi, vj] + T.float32(1)
     """
     if not isinstance(block, Block):
-        raise ScheduleError(f"reindex: block must be a block handle, got {type(block).__name__}")
+        raise ScheduleError(f"block must be a block handle, got {type(block).__name__}")
     state = ctx.state
-    buffer, kind, _ = resolve_buffer(block, buffer_index, None, "reindex", "buffer_index")
+    index = _with_type(block, buffer_index, buffer_index_type)
+    buffer, kind, _ = resolve_buffer(block, index, None, "reindex", "buffer_index")
     scope = state.scope_block(block)
     if scope is None:
-        raise ReindexError("reindex: the root block cannot be reindexed", [block])
+        raise ReindexError("the root block cannot be reindexed", [block])
     _check_leaf(block)
     indices = _unique_indices(block, buffer)
     _check_direction(block, buffer, kind)
@@ -95,6 +108,23 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index):
     return _replace_scope(state, scope, new_scope), stage_block
 
 
+_INDEX_TYPES = {"read": "read", "write": "write", 0: "read", 1: "write"}
+
+
+def _with_type(block: Block, buffer_index, buffer_index_type):
+    """`(kind, index)` from TVM's separate (index, type) form; the index alone otherwise."""
+    if buffer_index_type is None:
+        return buffer_index
+    kind = _INDEX_TYPES.get(buffer_index_type)
+    if kind is None or not isinstance(buffer_index, int) or isinstance(buffer_index, bool):
+        raise ReindexError(
+            f"buffer_index_type {buffer_index_type!r} needs an int buffer_index and must be "
+            f"'read', 'write', 0 or 1 (got buffer_index={buffer_index!r})",
+            [block],
+        )
+    return (kind, buffer_index)
+
+
 def _replace_scope(state: ScheduleState, scope: Block, new_scope: Block) -> ScheduleState:
     return state.replace(scope, new_scope)
 
@@ -111,7 +141,7 @@ def _check_leaf(block: Block) -> None:
             post_order_visit(part, visit)
     if nested:
         raise ReindexError(
-            f"reindex: block {block.name_hint!r} has nested blocks; reindex needs a leaf block",
+            f"block {block.name_hint!r} has nested blocks; reindex needs a leaf block",
             [block],
         )
 
@@ -128,13 +158,13 @@ def _unique_indices(block: Block, buffer: Buffer) -> tuple[PrimExpr, ...]:
             post_order_visit(part, visit)
     if not found:
         raise ReindexError(
-            f"reindex: block {block.name_hint!r} never loads or stores {buffer.name}", [block]
+            f"block {block.name_hint!r} never loads or stores {buffer.name}", [block]
         )
     first = found[0]
     for other in found[1:]:
         if not all(structural_equal(a, b) for a, b in zip(first, other)):
             raise ReindexError(
-                f"reindex: block {block.name_hint!r} accesses {buffer.name} at different "
+                f"block {block.name_hint!r} accesses {buffer.name} at different "
                 f"indices ({list(first)} and {list(other)}); reindex needs one access pattern",
                 [block],
             )
@@ -148,13 +178,13 @@ def _check_direction(block: Block, buffer: Buffer, kind: str) -> None:
     writes = any(r.buffer is buffer for r in block.writes)
     if kind == "read" and writes:
         raise ReindexError(
-            f"reindex: block {block.name_hint!r} also writes {buffer.name}; reindex it as "
+            f"block {block.name_hint!r} also writes {buffer.name}; reindex it as "
             "('write', i) instead",
             [block],
         )
     if kind == "write" and reads_old_contents(block, buffer):
         raise ReindexError(
-            f"reindex: block {block.name_hint!r} reads the previous contents of {buffer.name} "
+            f"block {block.name_hint!r} reads the previous contents of {buffer.name} "
             "(it loads it and has no init); the new buffer would start empty",
             [block],
         )
@@ -170,7 +200,7 @@ def _check_in_bounds(block: Block, buffer: Buffer, indices) -> None:
     for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):
         if not (analyzer.can_prove(index >= 0) and analyzer.can_prove(index < extent)):
             raise ReindexError(
-                f"reindex: index {index} of {buffer.name} (dimension {dim}) may leave [0, "
+                f"index {index} of {buffer.name} (dimension {dim}) may leave [0, "
                 f"{extent}) over the iteration domain of block {block.name_hint!r} (a guarded "
                 "access); the copy would read or write out of bounds",
                 [block],
@@ -223,14 +253,14 @@ def _top_of_nest(state: ScheduleState, scope: Block, block: Block) -> Stmt:
     for loop in reversed(state.loops_above(block)):
         if loop.body is not node:
             raise ReindexError(
-                f"reindex: loop {loop.loop_var.name} holds more than block "
+                f"loop {loop.loop_var.name} holds more than block "
                 f"{block.name_hint!r}; reindex needs the block alone under its loops",
                 [loop],
             )
         node = loop
     if state.parent_stmt(node) is not scope and not isinstance(state.parent_stmt(node), SeqStmt):
         raise ReindexError(
-            f"reindex: block {block.name_hint!r} sits under a condition or let inside its "
+            f"block {block.name_hint!r} sits under a condition or let inside its "
             "scope; reindex needs its loops directly in the scope",
             [block],
         )
@@ -243,7 +273,7 @@ def _position(scope: Block, top: Stmt) -> int:
             if stmt is top:
                 return index
         raise ReindexError(
-            "reindex: the block's loop nest is not directly in its scope", [scope]
+            "the block's loop nest is not directly in its scope", [scope]
         )  # pragma: no cover - guarded by _top_of_nest
     return 0
 

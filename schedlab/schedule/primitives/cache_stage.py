@@ -31,14 +31,6 @@ from ..state import ScheduleState
 from .buffer import BufferRewriter
 
 
-class CacheLocationError(ScheduleError):
-    """The cache stage has no place that runs after the writer and before the readers."""
-
-
-class RegionCoverError(ScheduleError):
-    """A reader needs elements the cache would not hold."""
-
-
 @dataclass
 class Placement:
     """Where a stage goes (`loc`: a For or the scope Block; `pos`: index in its body), the
@@ -50,92 +42,8 @@ class Placement:
     compact: bool
 
 
-# -- location -------------------------------------------------------------------------------
-def first_in_order(state: ScheduleState, scope: Block, blocks: list[Block]) -> Block:
-    order = state.child_blocks(scope)
-    return min(blocks, key=lambda b: next(i for i, o in enumerate(order) if o is b))
-
-
-def location_between(state: ScheduleState, scope: Block, writer: Block, related: list[Block],
-                     buffer: Buffer, primitive: str) -> tuple[For | Block, int]:  # fmt: skip
-    """(loc, pos): inside the deepest loop/block holding `writer` and the first related block,
-    right before the child that holds that block."""
-    first = first_in_order(state, scope, related)
-    path_w = [*state.ancestors(writer), writer]
-    path_f = [*state.ancestors(first), first]
-    common = 0
-    while common < min(len(path_w), len(path_f)) and path_w[common] is path_f[common]:
-        common += 1
-    depth = max(i for i in range(common) if isinstance(path_w[i], (For, Block)))
-    loc = path_w[depth]
-    body = loc.body
-    if not isinstance(body, SeqStmt) or depth + 2 >= min(len(path_w), len(path_f)):
-        raise CacheLocationError(
-            f"{primitive}: cannot find a place between the writer {writer.name_hint!r} and the "
-            f"reader {first.name_hint!r} for the cache stage",
-            [writer, first],
-        )
-    pos_w = _child_index(body, path_w[depth + 2])
-    pos_f = _child_index(body, path_f[depth + 2])
-    if pos_w >= pos_f:
-        raise CacheLocationError(
-            f"{primitive}: block {first.name_hint!r} reads {buffer.name} before (or "
-            f"in the same loop nest as) its writer {writer.name_hint!r}; a cache stage "
-            "cannot go between them",
-            [writer, first],
-        )
-    return loc, pos_f
-
-
-def _child_index(seq: SeqStmt, child: Stmt) -> int:
-    return next(i for i, s in enumerate(seq.seq) if s is child)
-
-
 def scope_end(scope: Block) -> int:
     return len(scope.body.seq) if isinstance(scope.body, SeqStmt) else 1
-
-
-# -- region ---------------------------------------------------------------------------------
-def loops_between(state: ScheduleState, block: Block, loc: Stmt) -> tuple[list[For], list[For]]:
-    """(loops strictly below `loc` around `block`, loops at or above `loc`)."""
-    ancestors = state.ancestors(block)
-    cut = next(i for i, a in enumerate(ancestors) if a is loc)
-    above = [a for a in ancestors[: cut + 1] if isinstance(a, For)]
-    below = [a for a in ancestors[cut + 1 :] if isinstance(a, For)]
-    return below, above
-
-
-def bound_analyzer(loops: list[For]) -> Analyzer:
-    analyzer = Analyzer()
-    for loop in loops:
-        analyzer.bind(loop.loop_var, Range(loop.min, loop.extent), allow_override=True)
-    return analyzer
-
-
-def relaxed_access(state: ScheduleState, block: Block, region: BufferRegion, loc: Stmt):
-    """`region` (in the block's iter vars) as the loops between `block` and `loc` run, clamped
-    to the buffer; the analyzer knows the loops above."""
-    realize = state.realize_of(block)
-    binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
-    below, above = loops_between(state, block, loc)
-    analyzer = bound_analyzer(above)
-    bound = substitute(region, binding)
-    dom = {loop.loop_var: Range(loop.min, loop.extent) for loop in below}
-    relaxed = relax_region(bound, dom, analyzer)
-    return clamp_region(relaxed, analyzer), analyzer
-
-
-def clamp_region(region: BufferRegion, analyzer: Analyzer) -> BufferRegion:
-    """Each range cut to `[0, shape)` (a predicated tail may relax past the end)."""
-    ranges = []
-    for rng, extent in zip(region.region, region.buffer.shape):
-        low, end = rng.min, analyzer.simplify(rng.min + rng.extent)
-        if not analyzer.can_prove(low >= 0):
-            low = analyzer.simplify(op.max(low, op.const(0, low.dtype)))
-        if not analyzer.can_prove(end <= extent):
-            end = analyzer.simplify(op.min(end, extent))
-        ranges.append(Range(low, analyzer.simplify(end - low)))
-    return BufferRegion(region.buffer, tuple(ranges))
 
 
 def can_be_compact(scope: Block, loc: Stmt, region: BufferRegion) -> bool:
@@ -147,43 +55,6 @@ def can_be_compact(scope: Block, loc: Stmt, region: BufferRegion) -> bool:
     return all(free_of(r.extent, inner) for r in region.region)
 
 
-def check_cover(state: ScheduleState, scope: Block, placement: Placement, writer: Block | None,
-                readers: list[Block], primitive: str) -> None:  # fmt: skip
-    """Every reader switched to the cache reads only elements the cache holds: readers under
-    the stage's loop within one iteration's region, readers after it within the writer's
-    whole region."""
-    buffer = placement.region.buffer
-    total = None
-    for reader in readers:
-        wanted = region_of(reader.reads, buffer)
-        if wanted is None:
-            continue
-        inside = placement.loc is scope or state.is_ancestor(placement.loc, reader)
-        where = placement.loc if inside else scope
-        needed, analyzer = relaxed_access(state, reader, wanted, where)
-        if inside:
-            held = placement.region
-        else:
-            total = total or relaxed_access(state, writer, _written(writer, buffer), scope)[0]
-            held = total
-        if not region_covers(held, needed, analyzer):
-            raise RegionCoverError(
-                f"{primitive}: block {reader.name_hint!r} reads {_show(needed)} of "
-                f"{buffer.name}, but the cache holds only {_show(held)} (what "
-                f"{writer.name_hint if writer else 'the scope'} writes there)",
-                [reader],
-            )
-
-
-def _written(writer: Block, buffer: Buffer) -> BufferRegion:
-    return region_of(writer.writes, buffer)
-
-
-def _show(region: BufferRegion) -> str:
-    parts = [f"{r.min}:{r.min + r.extent}" for r in region.region]
-    return "[" + ", ".join(parts) + "]"
-
-
 # -- the copy block -------------------------------------------------------------------------
 def make_cache_stage(region: BufferRegion, src: Buffer, dst: Buffer, name: str,
                      compact: bool) -> tuple[Stmt, Block]:  # fmt: skip
@@ -191,6 +62,7 @@ def make_cache_stage(region: BufferRegion, src: Buffer, dst: Buffer, name: str,
     spatial iter var per dimension. `region.buffer` is the original buffer (src or dst); the
     cache side is indexed from 0 when `compact`, else like the original."""
     original = region.buffer
+    simplify = Analyzer().simplify
     loop_vars, iter_vars, values, orig_idx, cache_idx = [], [], [], [], []
     for k, rng in enumerate(region.region):
         dtype = rng.extent.dtype
@@ -199,11 +71,11 @@ def make_cache_stage(region: BufferRegion, src: Buffer, dst: Buffer, name: str,
         if compact:
             iter_vars.append(IterVar(var, Range(op.const(0, dtype), rng.extent), IterType.SPATIAL))
             values.append(loop_var)
-            orig_idx.append(rng.min + var)
+            orig_idx.append(simplify(rng.min + var))
         else:
             extent = original.shape[k]
             iter_vars.append(IterVar(var, Range(op.const(0, extent.dtype), extent)))
-            values.append(rng.min + loop_var)
+            values.append(simplify(rng.min + loop_var))
             orig_idx.append(var)
         cache_idx.append(var)
     src_idx = orig_idx if src is original else cache_idx

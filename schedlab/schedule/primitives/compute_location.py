@@ -18,7 +18,7 @@ from schedlab.ir import expr as E
 from schedlab.ir.functor import post_order_visit, pre_order_visit
 from schedlab.ir.stmt import Block, BlockRealize, For, IterType, SeqStmt
 
-from ..analysis.dependence import consumers, producers
+from ..analysis.dependence import consumers, producers, scope_dependences
 from ..analysis.region_cover import (
     bind_loops,
     clip_to_buffer,
@@ -36,7 +36,7 @@ from ..analysis.stage_pipeline import (
     check_not_output_block,
     check_stage_pipeline,
 )
-from ..errors import ScheduleError
+from ..errors import DependencyError, ScheduleError
 from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
 from ._block_var_domain import block_var_domains, make_loop_nest
@@ -207,7 +207,9 @@ def compute_at_impl(state: ScheduleState, block: Block, loop: For, preserve_unit
     if not reverse:
         check_not_output_block(state, block, scope)
     block_producers, block_consumers = producers(state, block), consumers(state, block)
-    if not reverse:
+    if reverse:
+        _check_reads_covered(state, block)
+    else:
         _check_consumers_covered(state, block, block_consumers)
     position = _insertion_point(state, block, loop, block_producers, block_consumers, index,
                                 reverse)  # fmt: skip
@@ -221,7 +223,9 @@ def compute_at_impl(state: ScheduleState, block: Block, loop: For, preserve_unit
         _check_reduction_not_split(block, domains, loop, analyzer)
     nest = make_loop_nest(block, domains, analyzer, preserve_unit_loops)
     _check_new_region(block, nest, provided, required, buffers, loop, analyzer, reverse)
-    return _move(state, block, loop, nest.stmt, position)
+    moved = _move(state, block, loop, nest.stmt, position)
+    _check_order_kept(state, moved, block, scope, loop)
+    return moved
 
 
 def _check_same_scope(state, block: Block, loop, scope: Block, name: str) -> None:
@@ -249,6 +253,17 @@ def _check_consumers_covered(state, block: Block, block_consumers: list[Block]) 
                 f"needs the block to produce everything its consumers read",
                 [block, consumer],
             )
+
+
+def _check_reads_covered(state, block: Block) -> None:
+    found = uncovered_read(state, block)
+    if found is not None:
+        raise RegionCoverError(
+            f"block {block.name_hint!r} reads {format_region(found.buffer_name, found.read)} but "
+            f"its producers write only {format_region(found.buffer_name, found.produced)}; "
+            f"reverse_compute_at needs the producers to write everything the block reads",
+            [block],
+        )
 
 
 def _insertion_point(state, block, loop: For, block_producers, block_consumers, index: int,
@@ -369,6 +384,23 @@ def _region_message(block, buffer, loop, touched, needed, reverse: bool) -> str:
         f"block {block.name_hint!r} would write only {mine} {at}, but its consumers read "
         f"{theirs} there"
     )
+
+
+def _check_order_kept(state, moved: ScheduleState, block: Block, scope: Block, loop: For) -> None:
+    """Every dependence between the block and another block of the scope keeps its direction
+    (a block moved past a consumer, or ahead of a producer, would read stale data)."""
+    order = {b.uid: k for k, b in enumerate(moved.child_blocks(moved.node(scope.uid)))}
+    for dep in scope_dependences(state, scope):
+        if block not in (dep.src, dep.dst) or order[dep.src.uid] < order[dep.dst.uid]:
+            continue
+        other = dep.dst if dep.src is block else dep.src
+        role = "consumer" if dep.src is block else "producer"
+        raise DependencyError(
+            f"moving block {block.name_hint!r} under loop {loop.loop_var.name} would put it "
+            f"{'after' if role == 'consumer' else 'before'} its {role} {other.name_hint!r} "
+            f"({dep.kind} dependence); pick a loop that keeps the data flow in order",
+            [block, loop, other],
+        )
 
 
 def _move(state: ScheduleState, block: Block, loop: For, new_stmt, position: int):

@@ -14,7 +14,7 @@ from schedlab.ir import expr as E
 from schedlab.ir.buffer import Buffer, BufferRegion
 from schedlab.ir.dtype import bool_
 from schedlab.ir.function import PrimFunc
-from schedlab.ir.functor import Mutator, post_order_visit, substitute
+from schedlab.ir.functor import Mutator, collect_vars, post_order_visit, substitute
 from schedlab.ir.op import const, convert
 from schedlab.ir.stmt import (
     Block,
@@ -28,7 +28,8 @@ from schedlab.ir.stmt import (
     SeqStmt,
 )
 
-from ..errors import BufferIndexError, ScheduleError
+from ..analysis.buffers import resolve_buffer
+from ..errors import ScheduleError
 from ..index_map import IndexMap, IndexMapError, as_index_map
 from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
@@ -91,11 +92,11 @@ def transform_layout(ctx: PrimitiveContext, block: Block, buffer, index_map,
                 C[vi, vj] = T.float32(0)
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
     """
-    expect_block(block, "transform_layout")
+    expect_block(block)
     state = ctx.state
     func_name = state.location(block).func_name
     func = state.mod[func_name]
-    target = resolve_buffer(block, buffer, "transform_layout")
+    target = resolve_buffer(block, buffer, None, "transform_layout", "buffer")[0]
     _check_relayable(func, target, block)
     imap = _layout_map(index_map, target, block)
     new_shape = _guarded(lambda: imap.map_shape(target.shape), block)
@@ -231,12 +232,6 @@ def _insert_padding(state, writer_uid: int, buffer: Buffer, inputs, padding,
     return state.replace(anchor, SeqStmt.flatten(anchor, nest))
 
 
-def _free_vars(expr) -> list[E.Var]:
-    from schedlab.ir.functor import collect_vars
-
-    return collect_vars(expr)
-
-
 class LayoutRewriter(Mutator):
     """Every access to `old` becomes an access to `new` through `index_map`."""
 
@@ -335,7 +330,7 @@ def transform_block_layout(ctx: PrimitiveContext, block: Block, index_map):
                 T.writes(T_transpose[v0 // 4, v0 % 4])
                 T_transpose[v0 // 4, v0 % 4] = A[v0 % 4, v0 // 4]
     """
-    expect_block(block, "transform_block_layout")
+    expect_block(block)
     state = ctx.state
     loops = check_trivial_binding(state, block, "transform_block_layout", exclusive=True)
     old_vars = [iv.var for iv in block.iter_vars]
@@ -359,7 +354,7 @@ def _new_iter_types(imap: IndexMap, block: Block) -> list[IterType]:
     by_input = {id(v): kinds[id(iv.var)] for v, iv in zip(imap.initial_indices, block.iter_vars)}
     result = []
     for k, value in enumerate(imap.final_indices):
-        used = [v for v in _free_vars(value) if id(v) in by_input]
+        used = [v for v in collect_vars(value) if id(v) in by_input]
         found = {by_input[id(v)] for v in used}
         if len(found) > 1:
             mixed = ", ".join(f"{names[id(v)]} ({by_input[id(v)]})" for v in used)
@@ -462,7 +457,7 @@ def pad_einsum(ctx: PrimitiveContext, block: Block, padding: list):
     """
     from ._einsum import pad_einsum_state
 
-    expect_block(block, "pad_einsum")
+    expect_block(block)
     loops = check_trivial_binding(ctx.state, block, "pad_einsum", exclusive=True)
     return pad_einsum_state(ctx.state, block, loops, padding), None
 
@@ -470,40 +465,9 @@ def pad_einsum(ctx: PrimitiveContext, block: Block, padding: list):
 # ---------------------------------------------------------------------------------------------
 # shared helpers (also used by blockize/tensorize)
 # ---------------------------------------------------------------------------------------------
-def expect_block(value, name: str) -> None:
+def expect_block(value) -> None:
     if not isinstance(value, Block):
-        raise ScheduleError(f"{name}: expected a block handle, got {type(value).__name__}")
-
-
-def resolve_buffer(block: Block, buffer, primitive_name: str) -> Buffer:
-    """The buffer `("read"|"write", i)` or named `buffer` among the block's regions."""
-    regions = {"read": block.reads, "write": block.writes}
-    listed = [f"('read', {k}) = {r.buffer.name}" for k, r in enumerate(block.reads)]
-    listed += [f"('write', {k}) = {r.buffer.name}" for k, r in enumerate(block.writes)]
-    valid = "; ".join(listed) or "none"
-    if isinstance(buffer, str):
-        found = {id(r.buffer): r.buffer for r in (*block.reads, *block.writes)
-                 if r.buffer.name == buffer}  # fmt: skip
-        if len(found) != 1:
-            what = "no buffer" if not found else "several buffers"
-            raise BufferIndexError(
-                f"{primitive_name}: block {block.name_hint} accesses {what} named {buffer!r}; "
-                f"its buffers: {valid}", [block],
-            )  # fmt: skip
-        return next(iter(found.values()))
-    if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and buffer[0] in regions:
-        kind, index = buffer
-        items = regions[kind]
-        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(items):
-            return items[index].buffer
-        raise BufferIndexError(
-            f"{primitive_name}: block {block.name_hint} has no {kind} buffer {index!r}; its "
-            f"buffers: {valid}", [block],
-        )  # fmt: skip
-    raise BufferIndexError(
-        f"{primitive_name}: buffer must be ('read', i), ('write', i) or a buffer name, got "
-        f"{buffer!r}; block {block.name_hint}'s buffers: {valid}", [block],
-    )  # fmt: skip
+        raise ScheduleError(f"expected a block handle, got {type(value).__name__}")
 
 
 def scope_level_stmt(state: ScheduleState, block: Block):
@@ -537,7 +501,7 @@ def check_trivial_binding(state: ScheduleState, block: Block, name: str,
         same = _same_int(iv.dom.extent, loop.extent) and _is_zero(iv.dom.min)
         if not (same and _is_zero(loop.min)):
             raise NotTrivialBindingError(
-                f"{name}: iter var {iv.var.name} of block {block.name_hint} ranges over "
+                f"iter var {iv.var.name} of block {block.name_hint} ranges over "
                 f"[{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) but its loop "
                 f"{loop.loop_var.name} over [{loop.min}, {loop.min} + {loop.extent}); both must "
                 "start at 0 and match", [block, loop],
@@ -546,7 +510,7 @@ def check_trivial_binding(state: ScheduleState, block: Block, name: str,
         for outer, inner in zip(loops, [*loops[1:], realize]):
             if outer.body is not inner:
                 raise NotTrivialBindingError(
-                    f"{name}: loop {outer.loop_var.name} holds more than block "
+                    f"loop {outer.loop_var.name} holds more than block "
                     f"{block.name_hint}; the loops above the block must contain only it",
                     [outer, block],
                 )
@@ -618,6 +582,6 @@ def _same_int(a, b) -> bool:
 __all__ = [
     "transform_layout", "transform_block_layout", "pad_einsum", "LayoutError",
     "TransformationPaddingError", "NotTrivialBindingError", "LayoutRewriter", "map_region",
-    "resolve_buffer", "scope_level_stmt", "check_trivial_binding", "loop_nest", "realize_nest",
+    "scope_level_stmt", "check_trivial_binding", "loop_nest", "realize_nest",
     "substitute_buffers", "simplify_indices", "expect_block",
 ]  # fmt: skip

@@ -79,9 +79,9 @@ def decompose_reduction(ctx: PrimitiveContext, block: Block, loop: For):
     >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
     >>> block = sch.get_block("C")
     >>> i, j, k = sch.get_loops(block)
-    >>> print(sch.func.script(show_header=False))  # before
+    >>> print(sch.func.script(show_header=False))  # before  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i, j, k in T.grid(4, 4, 4):
             with T.block("C"):
@@ -92,9 +92,9 @@ def decompose_reduction(ctx: PrimitiveContext, block: Block, loop: For):
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> init = sch.decompose_reduction(block, i)
-    >>> print(sch.func.script(show_header=False))  # after
+    >>> print(sch.func.script(show_header=False))  # after  # doctest: +ELLIPSIS
     @T.prim_func
-    def gemm(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    def gemm(...):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i_init, j_init in T.grid(4, 4):
             with T.block("C_init"):

@@ -103,7 +103,10 @@ def is_one(expr) -> bool:
 
 
 def serial(var: E.Var, start, extent, body: Stmt) -> For:
-    return For(var, convert(start), convert(extent), ForKind.SERIAL, body)
+    """A serial loop; int bounds take the loop variable's dtype."""
+    start = E.IntImm(var.dtype, start) if isinstance(start, int) else start
+    extent = E.IntImm(var.dtype, extent) if isinstance(extent, int) else extent
+    return For(var, start, extent, ForKind.SERIAL, body)
 
 
 def nest_of(loop: For, depth: int) -> list[For]:
@@ -139,7 +142,9 @@ def map_realizes(stmt: Stmt, fn, dom: dict | None = None) -> Stmt:
             changes[field] = new
     if not changes:
         return stmt
-    return SeqStmt.flatten(*changes["seq"]) if isinstance(stmt, SeqStmt) else stmt.replace(**changes)
+    return (
+        SeqStmt.flatten(*changes["seq"]) if isinstance(stmt, SeqStmt) else stmt.replace(**changes)
+    )
 
 
 def append_predicate(stmt: Stmt, predicate: E.PrimExpr, loop: For, primitive: str) -> Stmt:
@@ -178,9 +183,7 @@ def simplify_bindings(stmt: Stmt, outer: dict, preserve_unit_iters: bool) -> Stm
 
     def simplify(realize: BlockRealize, dom: dict) -> BlockRealize:
         iters = {v: r for v, r in dom.items() if not (preserve_unit_iters and is_one(r.extent))}
-        values = tuple(realize.iter_values)
-        if values:
-            values = tuple(iter_map_simplify(values, iters, realize.predicate, analyzer=analyzer))
+        values = _simplified_values(realize, iters, analyzer)
         predicate = _simplify_predicate(realize.predicate, iters, analyzer)
         same = predicate is realize.predicate and all(
             a is b for a, b in zip(values, realize.iter_values)
@@ -188,6 +191,24 @@ def simplify_bindings(stmt: Stmt, outer: dict, preserve_unit_iters: bool) -> Stm
         return realize if same else realize.replace(iter_values=values, predicate=predicate)
 
     return map_realizes(stmt, simplify, outer)
+
+
+def _simplified_values(realize: BlockRealize, iters: dict, analyzer: Analyzer) -> tuple:
+    """The iter values through the iter-map simplifier, each kept only when it provably equals
+    the value it replaces (given the loop ranges and the block predicate); otherwise the plain
+    simplification. The check guards against a wrong iter map silently changing a binding."""
+    values = tuple(realize.iter_values)
+    if not values:
+        return values
+    mapped = iter_map_simplify(values, iters, realize.predicate, analyzer=analyzer)
+    with analyzer.constraint_scope(convert(True)):
+        for var, rng in iters.items():
+            analyzer.bind(var, rng, allow_override=True)
+        with analyzer.constraint_scope(realize.predicate):
+            return tuple(
+                new if new is old or analyzer.can_prove_equal(new, old) else analyzer.simplify(old)
+                for new, old in zip(mapped, values)
+            )
 
 
 def _simplify_predicate(predicate: E.PrimExpr, iters: dict, analyzer: Analyzer) -> E.PrimExpr:

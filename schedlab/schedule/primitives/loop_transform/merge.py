@@ -58,9 +58,10 @@ def merge(ctx: PrimitiveContext, *loops: For):
     >>> sch = Schedule(main)
     >>> (i1,), (i2,) = sch.get_loops(sch.get_block("B")), sch.get_loops(sch.get_block("C"))
     >>> i = sch.merge(i1, i2)
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
     @T.prim_func
-    def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"),
+             C: T.Buffer((8,), "float32")):
         for i_m in range(8):
             with T.block("B"):
                 vi = T.axis.spatial(8, i_m)
@@ -100,19 +101,18 @@ def merge(ctx: PrimitiveContext, *loops: For):
 
 def _nests(state: ScheduleState, loops: list[For]) -> tuple[SeqStmt, list[list[For]]]:
     """The sequence holding the nests, and each nest's loops, outermost first."""
+    for outer in loops:
+        inner = next((loop for loop in loops if state.is_ancestor(outer, loop)), None)
+        if inner is not None:
+            raise LoopsNotAChainError(
+                f"loop {outer.loop_var.name} contains loop {inner.loop_var.name}, another of the "
+                "loops to merge; merge needs loops of separate, sibling loop nests",
+                [outer, inner],
+            )
     paths = [state.ancestors(loop) + [loop] for loop in loops]
     common = 0
-    while all(len(p) > common for p in paths) and all(
-        p[common] is paths[0][common] for p in paths
-    ):
+    while all(len(p) > common for p in paths) and all(p[common] is paths[0][common] for p in paths):
         common += 1
-    for loop, path in zip(loops, paths):
-        if len(path) == common:
-            raise LoopsNotAChainError(
-                f"loop {loop.loop_var.name} contains another of the loops to merge; merge needs "
-                "loops of separate, sibling loop nests",
-                loops,
-            )
     seq = paths[0][common - 1] if common else None
     if not isinstance(seq, SeqStmt):
         raise LoopsNotAChainError(

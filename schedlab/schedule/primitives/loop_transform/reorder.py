@@ -38,9 +38,10 @@ def reorder(ctx: PrimitiveContext, *loops: For):
     >>> sch = Schedule(func)
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> sch.reorder(k, i)
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
     @T.prim_func
-    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"), C: T.Buffer((4, 6), "float32")):
+    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
+             C: T.Buffer((4, 6), "float32")):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for k, j, i in T.grid(8, 6, 4):
             with T.block("C"):
@@ -57,8 +58,8 @@ def reorder(ctx: PrimitiveContext, *loops: For):
         return state, None
     check_distinct(loops, "reorder")
     chain = _chain(state, loops)
-    _check_blocks(state, chain)
     new_top = _rebuild(chain, loops)
+    _check_blocks(state, chain)
     return state.replace(chain[0], new_top), None
 
 

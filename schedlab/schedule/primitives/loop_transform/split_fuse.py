@@ -8,6 +8,7 @@ from schedlab.ir.functor import substitute, uses_var
 from schedlab.ir.op import convert, floordiv, floormod
 from schedlab.ir.stmt import For
 
+from ...errors import NotSingleChildError, ScheduleError
 from ...instruction import PrimitiveContext, primitive
 from ._common import (
     append_predicate,
@@ -23,7 +24,6 @@ from ._common import (
     simplify_bindings,
 )
 from .errors import DependentLoopError, FactorError, LoopsNotAChainError
-from ...errors import NotSingleChildError, ScheduleError
 
 
 @primitive("Split", inputs=("loop", "factors"), outputs="loops")
@@ -54,9 +54,10 @@ def split(ctx: PrimitiveContext, loop: For, factors: list, preserve_unit_iters: 
     >>> sch = Schedule(func)
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> i0, i1 = sch.split(i, [None, 4])
-    >>> print(sch.func.script(show_header=False))  # i (10) became i_0 (3) x i_1 (4)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
     @T.prim_func
-    def gemm(A: T.Buffer((10, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((10, 16), "float32")):
+    def gemm(A: T.Buffer((10, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+             C: T.Buffer((10, 16), "float32")):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i_0, i_1, j, k in T.grid(3, 4, 16, 16):
             with T.block("C"):
@@ -136,9 +137,10 @@ def fuse(ctx: PrimitiveContext, *loops: For, preserve_unit_iters: bool = True):
     >>> sch = Schedule(func)
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> ij = sch.fuse(i, j)
-    >>> print(sch.func.script(show_header=False))
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
     @T.prim_func
-    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"), C: T.Buffer((4, 6), "float32")):
+    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
+             C: T.Buffer((4, 6), "float32")):
         T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
         for i_j_fused, k in T.grid(24, 8):
             with T.block("C"):
