@@ -234,6 +234,10 @@ class ExprGen:
         interval = None
         if _both(t, f):
             interval = (min(t.interval[0], f.interval[0]), max(t.interval[1], f.interval[1]))
+        if lazy and not c.varying and (t.varying or f.varying):
+            # a scalar condition picks one branch: never evaluate the other (its loads may be
+            # out of bounds, e.g. a padding guard), even when the branches are arrays
+            return Code(f"({t.text} if {c.text} else {f.text})", dtype, True, interval)
         if c.varying or t.varying or f.varying:
             dt = self.owner.dtype_const(dtype)
             return Code(f"_rt.where({c.text}, {t.text}, {f.text}, {dt})", dtype, True, interval)

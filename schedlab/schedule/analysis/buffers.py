@@ -1,6 +1,13 @@
 """Facts about the buffers a block touches, used by the cache and buffer primitives: which buffer
 an index or name refers to, where a buffer is allocated, which blocks of a scope write or read
-it, and whether a block's writes fill a region densely (so a copy back cannot clobber data).
+it, whether a block's writes fill a region densely (so a copy back cannot clobber data), and
+for a cache stage: where it can go, the region it must copy, and whether that covers the
+readers (TVM's cache_read_write.cc makes the same decisions).
+
+A stage goes into the innermost loop or block that holds both the buffer's writer and the first
+"related" block (the readers served through the stage), right before the child that holds that
+block: after the writer, before the first reader. It copies what the writer writes, relaxed over
+the loops between the writer and that place (clamped to the buffer).
 
 Buffer arguments follow TVM's Python API: an int indexes `block.reads` or `block.writes` (which
 one depends on the primitive), a str names a buffer the block accesses, and `("read", i)` /
@@ -9,11 +16,12 @@ one depends on the primitive), a str names a buffer the block accesses, and `("r
 
 from __future__ import annotations
 
-from schedlab.arith import Analyzer, detect_iter_map
+from schedlab.arith import Analyzer, detect_iter_map, region_covers, relax_region
+from schedlab.ir import op
 from schedlab.ir.buffer import SCOPES, Buffer, BufferRegion
 from schedlab.ir.expr import LT, And, BufferLoad, IntImm, Range
 from schedlab.ir.functor import collect_vars, post_order_visit, substitute
-from schedlab.ir.stmt import Block, BufferStore, For, Stmt
+from schedlab.ir.stmt import Block, BufferStore, For, SeqStmt, Stmt
 
 from ..errors import BufferIndexError, ScheduleError
 from ..state import ScheduleState
@@ -455,5 +463,7 @@ __all__ = [
     "StorageScopeError", "NotAllocatedBufferError", "check_storage_scope", "resolve_buffer",
     "allocation_site", "require_allocated", "accesses", "region_of", "writers_in_scope",
     "readers_in_scope", "loads_buffer", "stores_buffer", "reads_old_contents",
-    "writes_densely", "free_of", "loop_and_iter_vars",
+    "writes_densely", "free_of", "loop_and_iter_vars", "CacheLocationError", "RegionCoverError",
+    "first_in_order", "location_between", "loops_between", "relaxed_access", "clamp_region",
+    "check_cover",
 ]  # fmt: skip

@@ -4,7 +4,7 @@
 write a copy that a new block writes back. Together with compute_at / reverse_compute_at
 (which move those blocks under tile loops) and the lowering's buffer compaction, this is how
 shared-memory tiles and register accumulators are built. Where the stage goes and what it
-copies is explained in cache_stage.py.
+copies is decided in ../analysis/buffers.py; the rewriting lives in cache_stage.py.
 """
 
 from __future__ import annotations
@@ -13,10 +13,16 @@ from schedlab.ir.buffer import Buffer
 from schedlab.ir.stmt import Block, For
 
 from ..analysis.buffers import (
+    CacheLocationError,
+    RegionCoverError,
+    check_cover,
     check_storage_scope,
+    location_between,
+    loops_between,
     readers_in_scope,
     reads_old_contents,
     region_of,
+    relaxed_access,
     resolve_buffer,
     writers_in_scope,
     writes_densely,
@@ -26,17 +32,11 @@ from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
 from .buffer import scoped_buffer
 from .cache_stage import (
-    CacheLocationError,
     Placement,
-    RegionCoverError,
     StageRewriter,
     can_be_compact,
-    check_cover,
-    location_between,
-    loops_between,
     make_cache_stage,
     region_offset,
-    relaxed_access,
     rewrite_scope,
     scope_end,
 )
@@ -126,7 +126,7 @@ def cache_read(ctx: PrimitiveContext, block: Block, read_buffer_index, storage_s
         )
     readers = consumers or [b for b in readers_in_scope(state, scope, buffer) if b is not writer]
     placement = _read_placement(state, scope, buffer, writer, readers)
-    check_cover(state, scope, placement, writer, readers, "cache_read")
+    check_cover(state, scope, placement.loc, placement.region, writer, readers, "cache_read")
     cache = _cache_buffer(buffer, storage_scope, placement)
     name = f"{buffer.name}_{storage_scope}"
     stage, stage_block = make_cache_stage(placement.region, buffer, cache, name, placement.compact)
@@ -219,7 +219,7 @@ def cache_write(ctx: PrimitiveContext, block: Block, write_buffer_index, storage
             [block],
         )
     placement = _write_placement(state, scope, block, buffer, consumers)
-    check_cover(state, scope, placement, block, consumers, "cache_write")
+    check_cover(state, scope, placement.loc, placement.region, block, consumers, "cache_write")
     cache = _cache_buffer(buffer, storage_scope, placement)
     name = f"{buffer.name}_{storage_scope}"
     stage, stage_block = make_cache_stage(placement.region, cache, buffer, name, placement.compact)

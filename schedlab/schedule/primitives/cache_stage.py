@@ -1,32 +1,25 @@
-"""The machinery behind cache_read / cache_write (TVM's cache_read_write.cc, in schedlab's
-terms): where a cache stage goes, which region it copies, the copy block itself, and the
-rewriting of the blocks that switch to the cache.
+"""The rewriting behind cache_read / cache_write (TVM's cache_read_write.cc, in schedlab's
+terms): the copy block, its insertion, and the switch of the chosen blocks to the cache. Where
+the stage goes and what it copies are decided in ../analysis/buffers.py.
 
-- **Location.** A stage is inserted into the innermost loop or block that encloses both the
-  buffer's writer and the first of the "related" blocks (the consumers that read through the
-  stage), at the position of the child holding that first consumer: after the writer, right
-  before the first consumer. With no writer in the scope (a function input) the stage opens
-  the scope; with no related block it closes it.
-- **Region.** The region the writer writes, relaxed over the loops between it and the
-  location (clamped to the buffer), or the whole buffer for an input.
-- **Shape.** At the scope level the cache holds just that region ("compact", indices shifted by
-  the region's start); inside a loop it has the buffer's full shape, so that what each
-  iteration copies accumulates for readers after the loop (TVM's rule).
+- With no writer in the scope (a function input) the stage opens the scope; with no related
+  block it closes it.
+- **Shape.** At the scope level the cache holds just the copied region ("compact", indices
+  shifted by the region's start); inside a loop it has the buffer's full shape, so that what
+  each iteration copies accumulates for readers after the loop (TVM's rule).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schedlab.arith import Analyzer, region_covers, relax_region
+from schedlab.arith import Analyzer
 from schedlab.ir import op
 from schedlab.ir.buffer import Buffer, BufferRegion
 from schedlab.ir.expr import BufferLoad, PrimExpr, Range, Var
-from schedlab.ir.functor import substitute
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, IterType, IterVar, SeqStmt, Stmt
 
-from ..analysis.buffers import free_of, loop_and_iter_vars, region_of
-from ..errors import ScheduleError
+from ..analysis.buffers import free_of, loop_and_iter_vars
 from ..state import ScheduleState
 from .buffer import BufferRewriter
 
@@ -155,7 +148,6 @@ def region_offset(placement: Placement) -> tuple[PrimExpr, ...] | None:
 
 
 __all__ = [
-    "Placement", "CacheLocationError", "RegionCoverError", "location_between", "scope_end",
-    "relaxed_access", "can_be_compact", "check_cover", "make_cache_stage", "StageRewriter",
-    "rewrite_scope", "region_offset", "loops_between", "first_in_order",
+    "Placement", "scope_end", "can_be_compact", "make_cache_stage", "insert_stage",
+    "StageRewriter", "rewrite_scope", "region_offset",
 ]  # fmt: skip

@@ -9,7 +9,7 @@ from schedlab.ir.op import convert
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, Evaluate, For, ForKind, SeqStmt, Stmt
 
 from ...errors import ScheduleError
-from .errors import FactorError, LoopAnnotationError, LoopStartError
+from .errors import FactorError, LoopAnnotationError, LoopStartError, RepeatedLoopError
 
 
 def expect_loop(value, primitive: str, what: str = "loop") -> For:
@@ -50,8 +50,6 @@ def check_starts_at_zero(loop: For, analyzer: Analyzer, primitive: str) -> None:
 
 
 def check_distinct(loops: list[For], primitive: str) -> None:
-    from .errors import RepeatedLoopError
-
     seen: set[int] = set()
     for loop in loops:
         if loop.uid in seen:

@@ -49,6 +49,19 @@ def loop_partition(ctx: PrimitiveContext, loop: For, factors: list,
 
     >>> func = workloads.get("gemm", M=4, N=3, K=2)[0]
     >>> sch = Schedule(func)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def gemm(A: T.Buffer((4, 2), "float32"), B: T.Buffer((2, 3), "float32"),
+             C: T.Buffer((4, 3), "float32")):
+        T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
+        for i, j, k in T.grid(4, 3, 2):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> i0, i1 = sch.loop_partition(i, [1, None])
     >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
@@ -201,6 +214,19 @@ def add_unit_loop(ctx: PrimitiveContext, block_or_loop: Block | For):
 
     >>> func = workloads.get("gemm", M=2, N=2, K=2)[0]
     >>> sch = Schedule(func)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def gemm(A: T.Buffer((2, 2), "float32"), B: T.Buffer((2, 2), "float32"),
+             C: T.Buffer((2, 2), "float32")):
+        T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
+        for i, j, k in T.grid(2, 2, 2):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> u = sch.add_unit_loop(sch.get_block("C"))
     >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
     @T.prim_func

@@ -36,6 +36,19 @@ def reorder(ctx: PrimitiveContext, *loops: For):
 
     >>> func = workloads.get("gemm", M=4, N=6, K=8)[0]
     >>> sch = Schedule(func)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
+             C: T.Buffer((4, 6), "float32")):
+        T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
+        for i, j, k in T.grid(4, 6, 8):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> sch.reorder(k, i)
     >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE

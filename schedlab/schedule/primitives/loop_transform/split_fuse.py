@@ -52,6 +52,19 @@ def split(ctx: PrimitiveContext, loop: For, factors: list, preserve_unit_iters: 
 
     >>> func = workloads.get("gemm", M=10, N=16, K=16)[0]
     >>> sch = Schedule(func)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def gemm(A: T.Buffer((10, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+             C: T.Buffer((10, 16), "float32")):
+        T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
+        for i, j, k in T.grid(10, 16, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> i0, i1 = sch.split(i, [None, 4])
     >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
@@ -135,6 +148,19 @@ def fuse(ctx: PrimitiveContext, *loops: For, preserve_unit_iters: bool = True):
 
     >>> func = workloads.get("gemm", M=4, N=6, K=8)[0]
     >>> sch = Schedule(func)
+    >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
+    @T.prim_func
+    def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
+             C: T.Buffer((4, 6), "float32")):
+        T.func_attr({"global_symbol": "gemm", "tir.noalias": True, "schedlab.num_outputs": 1})
+        for i, j, k in T.grid(4, 6, 8):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                T.reads(A[vi, vk], B[vk, vj])
+                T.writes(C[vi, vj])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> ij = sch.fuse(i, j)
     >>> print(sch.func.script(show_header=False))  # doctest: +NORMALIZE_WHITESPACE
