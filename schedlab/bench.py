@@ -216,29 +216,48 @@ PRIMITIVE_CASES: dict[str, Callable] = {
 
 def schedule_30_steps(sch) -> None:
     """A realistic 30-instruction schedule of matmul+bias+relu (tiling with sampled factors,
-    a local accumulator, the epilogue folded into its write-back, parallel, vector, unroll):
-    the trace the replay benchmark times."""
+    a local accumulator, the epilogue folded into its write-back, parallel, vector, unroll, a
+    sampled auto-unroll depth): the trace the replay benchmark times."""
     block, relu = sch.get_block("matmul"), sch.get_block("T_relu")
     i, j, k = sch.get_loops(block)
-    i0, i1, i2 = sch.split(i, sch.sample_perfect_tile(i, n=3, max_innermost_factor=4))
-    j0, j1, j2 = sch.split(j, sch.sample_perfect_tile(j, n=3, max_innermost_factor=16))
-    k0, k1 = sch.split(k, sch.sample_perfect_tile(k, n=2, max_innermost_factor=4))
+    m, n, kk = (sch.get(loop).extent.value for loop in (i, j, k))
+    tile_i = sch.sample_perfect_tile(i, n=3, max_innermost_factor=4, decision=_tiles(m, 4, 2))
+    tile_j = sch.sample_perfect_tile(j, n=3, max_innermost_factor=16, decision=_tiles(n, 16, 2))
+    tile_k = sch.sample_perfect_tile(k, n=2, max_innermost_factor=4, decision=_tiles(kk, 4))
+    i0, i1, i2 = sch.split(i, tile_i)
+    j0, j1, j2 = sch.split(j, tile_j)
+    k0, k1 = sch.split(k, tile_k)
     sch.reorder(i0, j0, i1, j1, k0, i2, k1, j2)
     write_back = sch.cache_write(block, 0, "local")
     sch.reverse_compute_at(write_back, j1)
     sch.reverse_compute_inline(relu)
-    sch.decompose_reduction(block, k0)
+    init = sch.decompose_reduction(block, k0)
     sch.parallel(sch.fuse(i0, j0))
     sch.vectorize(j2)
     sch.unroll(k1)
     sch.unroll(i2)
-    sch.annotate(block, "pragma_auto_unroll_max_step", 64)
-    *_, wb_inner = sch.get_loops(write_back)
-    wb_outer, wb_vec = sch.split(wb_inner, [None, 4])
+    depth = sch.sample_categorical([0, 16, 64, 512], [0.25] * 4, decision=2)
+    sch.annotate(block, "pragma_auto_unroll_max_step", depth)
+    sch.annotate(block, "pragma_unroll_explicit", 1)
+    *_, wb_rows, wb_cols = sch.get_loops(write_back)
+    wb_outer, wb_vec = sch.split(wb_cols, [None, 4])
     sch.vectorize(wb_vec)
     sch.unroll(wb_outer)
-    init = sch.get_block("matmul_init")
-    sch.vectorize(sch.get_loops(init)[-1])
+    sch.unroll(wb_rows)
+    *_, init_rows, init_cols = sch.get_loops(init)
+    sch.unroll(init_rows)
+    sch.vectorize(init_cols)
+
+
+def _tiles(extent: int, inner: int, middle: int | None = None) -> list[int]:
+    """Perfect tile factors of `extent` (outer first): the innermost at most `inner`, then
+    (with `middle`) at most `middle`; the outer factor takes the rest."""
+    inner = max(f for f in range(1, inner + 1) if extent % f == 0)
+    if middle is None:
+        return [extent // inner, inner]
+    rest = extent // inner
+    middle = max(f for f in range(1, middle + 1) if rest % f == 0)
+    return [rest // middle, middle, inner]
 
 
 def _median_ms(samples: list[float]) -> float:

@@ -160,6 +160,9 @@ def masked_store(array: np.ndarray, indices: tuple, value, mask, name: str) -> N
     mask = np.broadcast_to(mask, shape)
     if not mask.any():
         return
+    if not shape:  # a scalar store (a 0-d buffer): boolean indexing would make it a sequence
+        array[indices] = value
+        return
     selected = tuple(np.broadcast_to(i, shape)[mask] for i in indices)
     for dim, (index, extent) in enumerate(zip(selected, array.shape)):
         check(index, extent, name, dim)

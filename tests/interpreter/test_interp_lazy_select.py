@@ -29,3 +29,26 @@ def test_scalar_condition_array_branches_is_lazy():
     out = np.full((3, 9, 7), 7.0, "float32")
     schedlab.interpret(func, data, out)
     np.testing.assert_array_equal(out, np.pad(data, ((0, 0), (1, 1), (1, 1))))
+
+
+SCALAR_SUM = '''
+@T.prim_func
+def total(A: T.Buffer((7, 9), "float32"), S: T.Buffer((), "float32")):
+    for f in range(63):
+        with T.block("sum"):
+            vi = T.axis.reduce(7, f // 9)
+            vj = T.axis.reduce(9, f % 9)
+            T.reads(A[vi, vj])
+            T.writes(S[()])
+            with T.init():
+                S[()] = T.float32(0)
+            S[()] = S[()] + A[vi, vj]
+'''
+
+
+def test_vectorized_reduction_into_a_0d_buffer():
+    """Regression: the masked store of a reduction result into a 0-d buffer."""
+    a = np.random.default_rng(1).uniform(-1, 1, (7, 9)).astype("float32")
+    s = np.zeros((), "float32")
+    schedlab.interpret(from_source(SCALAR_SUM), a, s)
+    np.testing.assert_allclose(s, a.sum(), rtol=1e-5)

@@ -699,3 +699,16 @@ def test_register_tiled_gemm_runs_parallel_and_simd():
     assert "omp simd" in source
     assert_same_numerics(func, sch.func, rtol=1e-4)
     assert_trace_roundtrip(sch, func)
+
+
+@_needs("fuse")
+def test_unroll_of_a_fused_reduction_compiles():
+    # unrolling leaves sequences whose other statements are no-ops (SeqStmt.flatten regression)
+    func = workloads.get("reduce_sum", M=3, N=9)[0]
+    sch = Schedule(func)
+    i, k = sch.get_loops(sch.get_block("A_red"))
+    fused = sch.fuse(i, k)
+    sch.unroll(fused)
+    sch.annotate(fused, "pragma_auto_unroll_max_step", 4)
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)

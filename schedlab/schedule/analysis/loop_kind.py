@@ -33,6 +33,7 @@ from schedlab.ir.structural import structural_equal
 from ..errors import DependencyError, LoopKindError, NonAffineBindingError
 from ..state import ScheduleState
 from .affine import check_affine_binding
+from .reduction import reduce_vars_in_output
 from .stage_pipeline import NotStagePipelineError, stage_pipeline_violation
 
 
@@ -118,8 +119,6 @@ def _check_compact_dataflow(block: Block, loop: For, action: str) -> None:
     if odd:
         problem = f"it has iter vars {odd} that are neither spatial nor reduce"
     else:
-        from .reduction import reduce_vars_in_output
-
         indexed = reduce_vars_in_output(block)
         if indexed:
             problem = f"its reduce iter vars {indexed} index the buffer it writes"

@@ -477,7 +477,7 @@ class _RFactor:
                 continue
             for var in collect_vars(value):
                 source = loop_of.get(id(var))
-                if source is None or var in by_loop:
+                if source is None or any(var is known for known in by_loop):
                     continue
                 new = IterVar(E.Var(f"v{var.name}", var.dtype),
                               E.Range(source.min, source.extent), IterType.REDUCE)  # fmt: skip
