@@ -128,7 +128,7 @@ class DataType:
         if self.is_bool:
             return False
         if self.is_integer:
-            return int(np.iinfo(self.numpy).min)
+            return _integer_range(self.kind, self.bits)[0]
         return -float("inf")
 
     def max_value(self):
@@ -136,8 +136,16 @@ class DataType:
         if self.is_bool:
             return True
         if self.is_integer:
-            return int(np.iinfo(self.numpy).max)
+            return _integer_range(self.kind, self.bits)[1]
         return float("inf")
+
+
+@cache
+def _integer_range(kind: str, bits: int) -> tuple[int, int]:
+    """(min, max) of an integer type; cached because every IntImm checks its value with it."""
+    if kind == "uint":
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
 def _parse(text: str) -> tuple[str, int, int]:
