@@ -1,6 +1,6 @@
 """Regressions found by the schedule property tests: a lazy if_then_else whose condition is
 scalar while its branches vary over a vectorized axis must not evaluate the untaken branch (its
-loads are out of bounds there); reductions into 0-d buffers.
+loads are out of bounds there); reductions into 0-d buffers."""
 
 import numpy as np
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from schedlab.arith import Analyzer
 from schedlab.ir import expr as E
-from schedlab.ir.functor import uses_var
+from schedlab.ir.functor import collect_vars, substitute, uses_var
 from schedlab.ir.stmt import Block, For, IterType
 
 from ...analysis.affine import check_affine_binding
 from ...analysis.loops import block_accesses, iteration_conflict
-from ...errors import DependencyError
+from ...errors import DependencyError, NonAffineBindingError
 from ...instruction import PrimitiveContext, primitive
 from ...state import ScheduleState
 from ._common import check_distinct, loop_list
@@ -137,14 +138,46 @@ def _check_block(state: ScheduleState, block: Block, top: For) -> None:
                 "reorder needs blocks whose iter vars are all spatial or reduction",
                 [block],
             )
-    why = " (loops above it are reordered)"
-    check_affine_binding(state, block, top, why=why)
+    check_affine_binding(state, block, top, why=" (loops above it are reordered)")
     if block.init is not None:
-        why = (
-            " (it is a reduction with an init, which must keep running before the first update "
-            "of each element)"
+        _check_init_runs_first(state, block)
+
+
+def _check_init_runs_first(state: ScheduleState, block: Block) -> None:
+    """A reduction's init runs at the instance whose reduction iter vars are all at their
+    domain minimum; it must stay the first instance of each output element in any loop order.
+    That holds when the binding is one-to-one, no loop feeds both a spatial and a reduction iter
+    var, and the reduction iter vars are at their minimum when their loops are."""
+    why = (
+        " (it is a reduction with an init, which must keep running before the first update of "
+        "each element)"
+    )
+    check_affine_binding(state, block, bijective=True, why=why)
+    realize = state.realize_of(block)
+    loops = {id(loop.loop_var): loop for loop in state.loops_above(block)}
+    reduce_loops: dict[int, For] = {}
+    spatial_loops: dict[int, For] = {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        table = reduce_loops if iv.iter_type == IterType.REDUCE else spatial_loops
+        table.update({id(v): loops[id(v)] for v in collect_vars(value) if id(v) in loops})
+    shared = [loops[key] for key in reduce_loops if key in spatial_loops]
+    if shared:
+        raise NonAffineBindingError(
+            f"loop {shared[0].loop_var.name} feeds both a spatial and a reduction iter var of "
+            f"block {block.name_hint!r}{why}; reordering could run an update of an element "
+            "before its init",
+            [block, shared[0]],
         )
-        check_affine_binding(state, block, top, bijective=True, why=why)
+    starts = {loop.loop_var: loop.min for loop in reduce_loops.values()}
+    analyzer = Analyzer()
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        first = substitute(value, starts)
+        if iv.iter_type == IterType.REDUCE and not analyzer.can_prove_equal(first, iv.dom.min):
+            raise NonAffineBindingError(
+                f"reduction iter var {iv.var.name} of block {block.name_hint!r} is {first}, not "
+                f"its minimum {iv.dom.min}, when its loops start{why}",
+                [block],
+            )
 
 
 def _rebuild(chain: list[For], order: list[For]) -> For:
