@@ -111,3 +111,17 @@ def test_bench_schedule_prints_every_figure(capsys):
     for label in ("primitive: split", "primitive: cache_write", "replay 30 insts",
                   "replay 30 insts from JSON"):  # fmt: skip
         assert label in out
+
+
+@pytest.mark.parametrize("size", [37, 64])
+def test_gemm_example_schedule_is_correct_at_odd_sizes(size):
+    from schedlab.examples import schedule_gemm_cpu
+    from schedlab.schedule import Schedule
+    from tests.schedule.helpers import assert_same_numerics
+
+    func, _ = workloads.get("gemm", M=size, N=size + 2, K=size - 4)
+    sch = Schedule(func)
+    schedule_gemm_cpu(sch)
+    assert_same_numerics(func, sch.func, rtol=1e-4, atol=1e-4)
+    source = schedlab.build(sch.func, target="cpu").source
+    assert "#pragma omp parallel for" in source and "float C_local[256]" in source

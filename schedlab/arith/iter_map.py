@@ -268,7 +268,10 @@ class _Rewriter:
     def _constrain_input(self, split: IterSplitExpr, low, high, part) -> None:
         mark = split.source
         var = mark.source if isinstance(mark.source, E.Var) else None
-        full = _is_const(split.lower_factor, 1) and _is_const(split.scale, 1)
+        # the predicate must bound the whole input iterator: a bound on one part of it (f % 6
+        # of a fused f) says nothing about f itself
+        whole = self.analyzer.can_prove_equal(split.extent, mark.extent)
+        full = _is_const(split.lower_factor, 1) and _is_const(split.scale, 1) and whole
         if var is None or not full or not any(mark is m for m in self.input_marks):
             raise NotAffine(f"the predicate {describe(part)} is not supported")
         ana = self.analyzer

@@ -25,6 +25,7 @@ _RETURNS = {
 }  # fmt: skip
 _HANDLES = {"Block": "BlockRV", "For": "LoopRV"}
 _HANDLE_WORDS = re.compile(r"\b(Block|For)\b")
+_PARAM = re.compile(r"^(\*{0,2}[A-Za-z_]\w*): (.*)$")
 _HEADER = """\
 # Schedule primitives
 
@@ -112,37 +113,63 @@ def _parameters(kind: InstructionKind) -> str:
 
 
 def _render_doc(doc: str) -> str:
-    """Docstring text as Markdown: prose stays prose; doctest sessions and indented blocks
-    (loop nests, code) become fenced code blocks."""
-    lines = doc.splitlines()
+    """Docstring text as Markdown: prose stays prose, doctest sessions become `pycon` blocks,
+    indented bullet or `name: text` lists become Markdown lists, and other indented blocks
+    (loop nests, code) become text blocks."""
     out: list[str] = []
-    fence: str | None = None
-    for index, line in enumerate(lines):
-        kind = _line_kind(lines, index, fence)
-        if kind != fence:
-            if fence is not None:
-                out.append("```")
-            if kind is not None:
-                out.append(f"```{kind}")
-            fence = kind
-        out.append(line[4:] if kind == "text" else line)
-    if fence is not None:
-        out.append("```")
+    for kind, lines in _segments(doc.splitlines()):
+        if kind == "pycon":
+            out += ["```pycon", *lines, "```"]
+        elif kind == "indented":
+            margin = min(len(x) - len(x.lstrip()) for x in lines if x.strip())
+            out += _render_indented([line[margin:] for line in lines])
+        else:
+            out += lines
     return "\n".join(out)
 
 
-def _line_kind(lines: list[str], index: int, fence: str | None) -> str | None:
-    """'pycon' for a doctest line (prompt or output, which runs to the next blank line), 'text'
-    for an indented line (or a blank line inside an indented block), None for prose."""
-    line = lines[index]
-    if line.startswith(">>>") or (fence == "pycon" and line.strip()):
-        return "pycon"
-    if line.startswith("    "):
-        return "text"
-    if fence == "text" and not line.strip():
-        following = next((x for x in lines[index + 1 :] if x.strip()), "")
-        return "text" if following.startswith("    ") else None
-    return None
+def _segments(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """Consecutive lines grouped as "pycon" (a doctest: prompts and their output, up to a
+    blank line), "indented" (2+ spaces; blank lines inside kept) or "prose"."""
+    segments: list[tuple[str, list[str]]] = []
+    for index, line in enumerate(lines):
+        previous = segments[-1][0] if segments else None
+        if line.startswith(">>>") or (previous == "pycon" and line.strip()):
+            kind = "pycon"
+        elif line.startswith("  ") and _opens_block(previous, lines[index - 1] if index else ""):
+            kind = "indented"
+        elif previous == "indented" and not line.strip():
+            following = next((x for x in lines[index + 1 :] if x.strip()), "")
+            kind = "indented" if following.startswith("  ") else "prose"
+        else:
+            kind = "prose"
+        if kind != previous:
+            segments.append((kind, []))
+        segments[-1][1].append(line)
+    return segments
+
+
+def _opens_block(previous: str | None, line: str) -> bool:
+    """Whether an indented line after `line` starts a block: after a blank line or a heading
+    such as "Parameters:", or inside a block; otherwise it continues the line above (a
+    wrapped list item), as in Markdown."""
+    heading = line.rstrip().endswith(":") and not line.startswith((" ", "-"))
+    return previous == "indented" or not line.strip() or heading
+
+
+def _render_indented(lines: list[str]) -> list[str]:
+    """A bullet list stays a list, `name: text` lines become a list of parameters; anything
+    else is fenced as text."""
+    first = lines[0]
+    if first.startswith("- "):
+        return [line if line.startswith("- ") else "  " + line.strip() for line in lines]
+    if _PARAM.match(first) and all(_PARAM.match(x) or x.startswith(" ") for x in lines):
+        items = []
+        for line in lines:
+            match = _PARAM.match(line)
+            items.append(f"- `{match[1]}`: {match[2]}" if match else "  " + line.strip())
+        return items
+    return ["```text", *lines, "```"]
 
 
 def main(argv: list[str] | None = None) -> int:

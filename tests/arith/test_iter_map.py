@@ -168,3 +168,13 @@ def test_is_affine_binding():
     assert not is_affine_binding(_realize([i0 * i1]), loops)
     loops = {i0: Range(0, 7), i1: Range(0, 16)}
     assert is_affine_binding(_realize([i0 * 16 + i1], i0 * 16 + i1 < 100), loops)
+
+
+def test_predicate_on_part_of_a_fused_iterator_does_not_bound_it():
+    """Regression: `f % 6 < 5` bounds the inner part of a fused f, not f itself."""
+    from schedlab.arith import iter_map_simplify
+    from schedlab.ir import Range, Var
+
+    f = Var("f")
+    out = iter_map_simplify([f // 6, f % 6], {f: Range(0, 18)}, predicate=f % 6 < 5)
+    assert [str(e) for e in out] == ["f // 6", "f % 6"]

@@ -23,6 +23,7 @@ from schedlab.schedule.primitives.compute_inline import (
 )
 from schedlab.schedule.primitives.compute_location import (
     BlocksNotUnderLoopError,
+    DependencyError,
     InsertionPointError,
     NotInSameScopeError,
     NotStagePipelineError,
@@ -249,6 +250,13 @@ def _softmax_rows(sch):
         sch.compute_at(sch.get_block(name), i)
 
 
+def _softmax_rows_reversed(sch):
+    i = _loops(sch, "T_softmax_exp")[0]
+    sch.reverse_compute_at(sch.get_block("T_softmax_expsum"), i)  # the whole row: not split
+    sch.reverse_compute_at(sch.get_block("T_softmax_norm"), i)
+    sch.compute_at(sch.get_block("T_softmax_maxelem"), i)
+
+
 def _layer_norm_rows(sch):
     i = _loops(sch, "T_layer_norm")[0]
     sch.compute_at(sch.get_block("T_var_sum"), i)
@@ -271,7 +279,7 @@ def _gemm_register_tile(sch):
 
 SCHEDULES = {
     "matmul_bias_relu": [_matmul_at_relu_j, _relu_at_matmul_i],
-    "softmax": [_softmax_rows],
+    "softmax": [_softmax_rows, _softmax_rows_reversed],
     "layer_norm": [_layer_norm_rows],
     "conv2d_nchw": [_conv_pad_at_rows],
     "gemm": [_gemm_register_tile],
@@ -289,6 +297,24 @@ def test_compute_at_numerics_and_trace(name, schedule):
     schedule(sch)
     assert_same_numerics(func, sch.func, rtol=1e-4, atol=1e-4)
     assert_trace_roundtrip(sch, func)
+
+
+def test_compute_at_of_a_shared_cache_covers_every_thread():
+    # a shared buffer is filled cooperatively: the region is relaxed over the threadIdx loops
+    func = workloads.get("gemm", M=16, N=16, K=8)[0]
+    sch = Schedule(func)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 4])
+    sch.reorder(i0, j0, i1, j1, k)
+    for loop, tag in [(i0, "blockIdx.x"), (j0, "blockIdx.y"), (i1, "threadIdx.x")]:
+        sch.bind(loop, tag)
+    shared = sch.cache_read(block, 0, "shared")
+    sch.compute_at(shared, j1)
+    new_loops = sch.get_loops(shared)[4:]
+    assert [sch.get(loop).extent.value for loop in new_loops] == [4, 8]
+    assert_same_numerics(func, sch.func, compiled=False)
 
 
 def test_reverse_compute_at_moves_the_write_back_under_the_tiles():
@@ -502,7 +528,7 @@ def test_compute_at_loop_must_be_a_loop():
     block = sch.get_block("B")
     other = sch.get_block("C")
     assert_error_keeps_state(
-        sch, lambda: sch.compute_at(block, other), ScheduleError, "must be a loop handle"
+        sch, lambda: sch.compute_at(block, other), ScheduleError, "needs a loop handle"
     )
 
 
@@ -523,6 +549,12 @@ def test_reverse_compute_at_refuses_reads_of_unproduced_data():
 
 def test_reverse_compute_at_refuses_multi_element_reads():
     _reverse_at_error(_func(STENCIL), "C", "B", 0, UnsolvableDomainError, "single-element")
+
+
+def test_reverse_compute_at_keeps_consumers_after_the_block():
+    # T_sum has no producer, but moving it under T_layer_norm's loop would pass T_var_sum
+    func = _workload("layer_norm")
+    _reverse_at_error(func, "T_sum", "T_layer_norm", 0, DependencyError, "T_var_sum")
 
 
 def test_reverse_compute_at_needs_a_stage_pipeline():

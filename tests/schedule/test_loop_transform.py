@@ -599,6 +599,17 @@ def main(A: T.Buffer((4, 4), "float32"), C: T.Buffer((4,), "float32")):
                              "one-to-one")  # fmt: skip
 
 
+def test_reorder_error_loop_feeding_spatial_and_reduction():
+    sch = Schedule(_gemm(4, 3, 5))
+    i, j, k = _loops(sch, "C")
+    sch.reorder(i, k, j)
+    fused = sch.fuse(k, j)
+    outer, inner = sch.split(fused, [4, None])
+    # each element's k=0 instance is no longer first once inner runs outside outer
+    assert_error_keeps_state(sch, lambda: sch.reorder(inner, outer), NonAffineBindingError,
+                             "feeds both a spatial and a reduction")  # fmt: skip
+
+
 def test_reorder_error_opaque_iter_var():
     func = _func("""
 @T.prim_func

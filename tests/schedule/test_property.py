@@ -25,6 +25,7 @@ from schedlab import workloads
 from schedlab.ir.functor import uses_var
 from schedlab.ir.stmt import Block, IterType
 from schedlab.schedule import Schedule, ScheduleError
+from schedlab.schedule.index_map import IndexMap
 
 from .helpers import assert_trace_roundtrip
 
@@ -193,6 +194,111 @@ def _reduces_only(sch: Schedule, block, loop) -> bool:
     return bool(users) and all(iv.iter_type == IterType.REDUCE for iv in users)
 
 
+def move_add_unit_loop(sch, draw):
+    target = pick_loop(sch, draw) if draw(st.booleans()) else pick_block(sch, draw)
+    sch.add_unit_loop(target)
+
+
+def move_loop_partition(sch, draw):
+    loop = pick_loop(sch, draw)
+    cut = draw(st.integers(1, 4))
+    sch.loop_partition(loop, draw(st.sampled_from([[cut], [cut, None], [None, cut]])))
+
+
+def move_merge(sch, draw):
+    """The outermost loops of two blocks (siblings with equal extents merge)."""
+    first, second = pick_loops(sch, draw), pick_loops(sch, draw)
+    if not first or not second:
+        raise Skip
+    sch.merge(first[0], second[0])
+
+
+def move_unannotate(sch, draw):
+    """Remove an annotation a previous step set (skip when there is none)."""
+    annotated = [inst for inst in sch.trace.insts if inst.kind == "Annotate"]
+    if not annotated:
+        raise Skip
+    inst = annotated[draw(st.integers(0, len(annotated) - 1))]
+    target = inst.inputs[0]
+    sch.get(target)  # a handle whose node is gone: a refusal
+    sch.unannotate(target, inst.attrs[0])
+
+
+def _intermediate(sch, block, draw, side: str | None = None):
+    """(side, index, buffer) of one buffer the block accesses that the function allocates
+    (re-laying out or re-scoping a parameter would change the function's signature)."""
+    node = sch.get(block)
+    params = set(map(id, sch.func.buffer_map.values()))
+    options = [(kind, i, region.buffer)
+               for kind, regions in (("read", node.reads), ("write", node.writes))
+               for i, region in enumerate(regions)
+               if id(region.buffer) not in params and kind == (side or kind)]  # fmt: skip
+    if not options:
+        raise Skip
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
+def move_buffer(sch, draw):
+    """reindex, set_scope or storage_align of one intermediate buffer."""
+    block = pick_block(sch, draw)
+    which = draw(st.sampled_from(["reindex", "set_scope", "storage_align"]))
+    if which == "reindex":
+        side, index, _ = _intermediate(sch, block, draw)
+        sch.reindex(block, (side, index))
+        return
+    _, _, buffer = _intermediate(sch, block, draw, "write")
+    if which == "set_scope":
+        sch.set_scope(block, buffer.name, draw(st.sampled_from(SCOPES)))
+    else:
+        axis = draw(st.integers(-len(buffer.shape), len(buffer.shape) - 1))
+        sch.storage_align(
+            block, buffer.name, axis, draw(st.integers(1, 8)), draw(st.integers(0, 3))
+        )
+
+
+def move_layout(sch, draw):
+    """transform_layout of an intermediate buffer (axes reversed, or the last one split with
+    padding), transform_block_layout (iter vars reversed) or pad_einsum."""
+    block = pick_block(sch, draw)
+    which = draw(st.sampled_from(["buffer", "block", "pad_einsum"]))
+    if which == "block":
+        ndim = len(sch.get(block).iter_vars)
+        if not ndim:
+            raise Skip
+        sch.transform_block_layout(block, IndexMap.from_func(_reversed, ndim=ndim))
+    elif which == "pad_einsum":
+        padding = draw(st.lists(st.integers(1, 4), min_size=len(sch.get(block).iter_vars),
+                                max_size=len(sch.get(block).iter_vars)))  # fmt: skip
+        sch.pad_einsum(block, padding)
+    else:
+        side, index, buffer = _intermediate(sch, block, draw)
+        if not buffer.shape:
+            raise Skip
+        factor = draw(st.integers(2, 4))
+        fn = (
+            _reversed
+            if draw(st.booleans())
+            else lambda *ix: (*ix[:-1], ix[-1] // factor, ix[-1] % factor)
+        )
+        index_map = IndexMap.from_func(fn, ndim=len(buffer.shape))
+        sch.transform_layout(
+            block, (side, index), index_map, pad_value=draw(st.sampled_from([None, 0.0]))
+        )
+
+
+def _reversed(*indices):
+    return tuple(reversed(indices))
+
+
+def move_blockize(sch, draw):
+    sch.blockize(pick_loop(sch, draw))
+
+
+def move_sampled_compute_at(sch, draw):
+    block = pick_block(sch, draw)
+    sch.compute_at(block, sch.sample_compute_location(block))
+
+
 # each move and the primitives it uses
 MOVES = {
     move_split: ("split", "sample_perfect_tile"),
@@ -205,6 +311,14 @@ MOVES = {
     move_inline: ("compute_inline", "reverse_compute_inline"),
     move_decompose_reduction: ("decompose_reduction",),
     move_rfactor: ("rfactor",),
+    move_add_unit_loop: ("add_unit_loop",),
+    move_loop_partition: ("loop_partition",),
+    move_merge: ("merge",),
+    move_unannotate: ("unannotate",),
+    move_buffer: ("reindex", "set_scope", "storage_align"),
+    move_layout: ("transform_layout", "transform_block_layout", "pad_einsum"),
+    move_blockize: ("blockize",),
+    move_sampled_compute_at: ("sample_compute_location", "compute_at"),
 }
 
 
@@ -226,6 +340,9 @@ def apply_random_moves(data, name: str) -> Schedule:
             pass
         except ScheduleError:
             assert sch.mod is mod, f"{move.__name__}: a refused primitive changed the IR"
+        except Exception as err:  # a bug: say what led to it
+            err.add_note(f"{move.__name__} failed on {name} {SIZES[name]} after:\n{sch.trace}")
+            raise
     return sch
 
 

@@ -76,6 +76,7 @@ def _thread_loops_above(state: ScheduleState, stop: For, scope: str) -> list[For
 
 
 def loop_domain(loops: Iterable[For]) -> dict[Var, Range]:
+    """{loop var: its range} for `loops`."""
     return {loop.loop_var: Range(loop.min, loop.extent) for loop in loops}
 
 
@@ -176,6 +177,7 @@ def clip_to_buffer(region: Region, buffer, analyzer: Analyzer) -> Region:
 
 
 def format_region(name: str, region: Region) -> str:
+    """`B[lo:hi + 1, ...]` for error messages."""
     dims = ", ".join(str(i.min) if i.is_single_point() else f"{i.min}:{i.max} + 1" for i in region)
     return f"{name}[{dims}]"
 

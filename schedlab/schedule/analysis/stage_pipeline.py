@@ -90,8 +90,9 @@ def check_not_output_block(state: ScheduleState, block: Block, scope: Block | No
     if buffer is not None:
         raise OutputBlockError(
             f"block {block.name_hint!r} writes {buffer.name!r}, which is not allocated inside its "
-            f"scope (an output of the function); an output block must stay where it is — move "
-            f"its consumers instead, or compute it into a cache (cache_write) first",
+            f"scope (an output of the function); an output block cannot be computed at a "
+            f"consumer or inlined (move it with reverse_compute_at, or write it through "
+            f"cache_write first)",
             [block],
         )
 
@@ -119,6 +120,7 @@ def complete_block_violation(
 
 
 def is_complete_block(state: ScheduleState, block: Block, scope: Block | None = None) -> bool:
+    """Whether `block` is a complete block (see `complete_block_violation`)."""
     return complete_block_violation(state, block, scope) is None
 
 
@@ -154,6 +156,7 @@ def reduction_block_violation(
 
 
 def is_reduction_block(state: ScheduleState, block: Block, scope: Block | None = None) -> bool:
+    """Whether `block` is a reduction block (see `reduction_block_violation`)."""
     return reduction_block_violation(state, block, scope) is None
 
 
@@ -205,6 +208,7 @@ def stage_pipeline_violation(state: ScheduleState, scope: Block) -> str | None:
 
 
 def is_stage_pipeline(state: ScheduleState, scope: Block) -> bool:
+    """Whether the scope block `scope` is a stage pipeline (no write-after-read dependence)."""
     return stage_pipeline_violation(state, scope) is None
 
 

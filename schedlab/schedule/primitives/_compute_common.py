@@ -9,7 +9,7 @@ the public modules `compute_location` and `compute_inline` re-export the errors.
 from __future__ import annotations
 
 from schedlab.arith import block_access_regions
-from schedlab.ir.stmt import Block, For, SeqStmt, Stmt
+from schedlab.ir.stmt import Block, SeqStmt, Stmt
 
 from ..analysis.stage_pipeline import NotStagePipelineError, OutputBlockError
 from ..errors import LocationError, ScheduleError
@@ -18,7 +18,7 @@ from ..state import ScheduleState
 __all__ = [
     "NotInSameScopeError", "BlocksNotUnderLoopError", "InsertionPointError",
     "UnsolvableDomainError", "RegionCoverError", "OnlyLeafError", "OutputBlockError",
-    "NotStagePipelineError", "expect_block", "expect_loop", "plan_leaf_removal",
+    "NotStagePipelineError", "expect_block", "plan_leaf_removal",
     "remove_leaf", "with_inferred_signature",
 ]  # fmt: skip
 
@@ -49,19 +49,10 @@ class OnlyLeafError(ScheduleError):
     """Removing the block would leave its scope empty."""
 
 
-def expect_block(value, name: str, primitive: str) -> Block:
+def expect_block(value, name: str) -> Block:
+    """`value` when it is a Block (what a block handle resolves to); else a ScheduleError."""
     if not isinstance(value, Block):
-        raise ScheduleError(
-            f"{primitive}: {name} must be a block handle, got {type(value).__name__}"
-        )
-    return value
-
-
-def expect_loop(value, name: str, primitive: str) -> For:
-    if not isinstance(value, For):
-        raise ScheduleError(
-            f"{primitive}: {name} must be a loop handle, got {type(value).__name__}"
-        )
+        raise ScheduleError(f"{name} must be a block handle, got {type(value).__name__}")
     return value
 
 

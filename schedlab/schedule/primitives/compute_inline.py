@@ -99,13 +99,13 @@ def compute_inline(ctx: PrimitiveContext, block: Block):
                 T.writes(C[vi])
                 C[vi] = A[vi] * T.float32(2) + T.float32(1)
     """
-    block = expect_block(block, "block", "compute_inline")
+    block = expect_block(block, "block")
     return compute_inline_impl(ctx.state, block), None
 
 
 def compute_inline_impl(state: ScheduleState, block: Block) -> ScheduleState:
     """The state after compute_inline(block); raises a ScheduleError when it is illegal."""
-    _check_no_init(block, "compute_inline")
+    _check_no_init(block)
     if len(block.writes) != 1:
         raise NotSingleBufferError(
             f"compute_inline needs a block that writes one buffer, but {block.name_hint!r} "
@@ -125,10 +125,10 @@ def compute_inline_impl(state: ScheduleState, block: Block) -> ScheduleState:
     return removed.replace(scope_now, rewritten)
 
 
-def _check_no_init(block: Block, name: str) -> None:
+def _check_no_init(block: Block) -> None:
     if block.init is not None:
         raise HasInitError(
-            f"{name}: block {block.name_hint!r} has an init statement (it is a reduction), which "
+            f"block {block.name_hint!r} has an init statement (it is a reduction), which "
             f"cannot be inlined; use compute_at to move it instead",
             [block],
         )
@@ -144,9 +144,8 @@ def _inlinable_store(block: Block, buffer) -> tuple[BufferStore, list[E.Var]]:
     iter_ids = {id(iv.var) for iv in block.iter_vars}
     indices = list(body.indices)
     distinct = {id(i) for i in indices}
-    if not all(isinstance(i, E.Var) and id(i) in iter_ids for i in indices) or len(distinct) != len(
-        indices
-    ):
+    plain = all(isinstance(i, E.Var) and id(i) in iter_ids for i in indices)
+    if not plain or len(distinct) != len(indices):
         raise BodyPatternError(
             f"block {block.name_hint!r} stores to {buffer.name}[{', '.join(map(str, indices))}]; "
             f"inlining needs {pattern}",
@@ -251,13 +250,13 @@ def reverse_compute_inline(ctx: PrimitiveContext, block: Block):
                 T.writes(C[vi])
                 C[vi] = A[vi] * T.float32(2) + T.float32(1)
     """
-    block = expect_block(block, "block", "reverse_compute_inline")
+    block = expect_block(block, "block")
     return reverse_compute_inline_impl(ctx.state, block), None
 
 
 def reverse_compute_inline_impl(state: ScheduleState, block: Block) -> ScheduleState:
     """The state after reverse_compute_inline(block); raises a ScheduleError when illegal."""
-    _check_no_init(block, "reverse_compute_inline")
+    _check_no_init(block)
     scope = check_stage_pipeline(state, block)
     buffer = _single_read_buffer(state, block, scope)
     check_complete_block(state, block, scope)

@@ -56,7 +56,7 @@ __all__ = [
     "compute_at", "reverse_compute_at", "sample_compute_location", "compute_at_impl",
     "collect_compute_locations", "NotInSameScopeError", "BlocksNotUnderLoopError",
     "InsertionPointError", "UnsolvableDomainError", "RegionCoverError", "OnlyLeafError",
-    "OutputBlockError", "NotStagePipelineError",
+    "OutputBlockError", "NotStagePipelineError", "DependencyError",
 ]  # fmt: skip
 
 
@@ -112,7 +112,7 @@ def compute_at(ctx: PrimitiveContext, block: Block, loop: For, preserve_unit_loo
                 T.writes(C[vi_1])
                 C[vi_1] = B[vi_1] + B[vi_1 + 1]
     """
-    block = expect_block(block, "block", "compute_at")
+    block = expect_block(block, "block")
     marked = _marked_location(ctx.state, block, loop, "compute_at", compute_inline_impl)
     if marked is not None:
         return marked, None
@@ -169,7 +169,7 @@ def reverse_compute_at(ctx: PrimitiveContext, block: Block, loop: For,
                     T.writes(C[vi_1, vj_1])
                     C[vi_1, vj_1] = B[vi_1, vj_1] + T.float32(1)
     """
-    block = expect_block(block, "block", "reverse_compute_at")
+    block = expect_block(block, "block")
     inline = reverse_compute_inline_impl
     marked = _marked_location(ctx.state, block, loop, "reverse_compute_at", inline)
     if marked is not None:
@@ -187,7 +187,7 @@ def _marked_location(state: ScheduleState, block: Block, loop, name: str, inline
     if isinstance(loop, Block) and loop is state.scope_block(block):
         return state
     raise ScheduleError(
-        f"{name}: loop must be a loop handle (or a location from sample_compute_location), "
+        f"{name} needs a loop handle (or a location from sample_compute_location), "
         f"got {type(loop).__name__}" + (f" {loop.name_hint!r}" if isinstance(loop, Block) else ""),
         [loop] if isinstance(loop, Block) else [],
     )
@@ -198,12 +198,11 @@ def compute_at_impl(state: ScheduleState, block: Block, loop: For, preserve_unit
                     index: int, reverse: bool) -> ScheduleState:  # fmt: skip
     """The state after compute_at (reverse: reverse_compute_at) of `block` under `loop`;
     raises a ScheduleError (the state is untouched) when a precondition fails."""
-    name = "reverse_compute_at" if reverse else "compute_at"
     if not isinstance(index, int) or isinstance(index, bool):
-        raise InsertionPointError(f"{name}: index must be an int, got {index!r}")
+        raise InsertionPointError(f"index must be an int, got {index!r}")
     scope = check_stage_pipeline(state, block)
     check_complete_or_reduction_block(state, block, scope)
-    _check_same_scope(state, block, loop, scope, name)
+    _check_same_scope(state, block, loop, scope)
     if not reverse:
         check_not_output_block(state, block, scope)
     block_producers, block_consumers = producers(state, block), consumers(state, block)
@@ -228,9 +227,9 @@ def compute_at_impl(state: ScheduleState, block: Block, loop: For, preserve_unit
     return moved
 
 
-def _check_same_scope(state, block: Block, loop, scope: Block, name: str) -> None:
+def _check_same_scope(state, block: Block, loop, scope: Block) -> None:
     if not isinstance(loop, For):
-        raise ScheduleError(f"{name}: loop must be a loop handle, got {type(loop).__name__}")
+        raise ScheduleError(f"loop must be a loop handle, got {type(loop).__name__}")
     if state.scope_block(loop) is not scope or state.is_ancestor(loop, block):
         where = "encloses the block" if state.is_ancestor(loop, block) else "is in another scope"
         raise NotInSameScopeError(
@@ -442,7 +441,7 @@ def sample_compute_location(ctx: PrimitiveContext, block: Block, decision: int |
     >>> [sch.get(l).loop_var.name for l in sch.get_loops(block)]
     ['i', 'ax0', 'ax1']
     """
-    block = expect_block(block, "block", "sample_compute_location")
+    block = expect_block(block, "block")
     if ctx.state.scope_block(block) is None:
         raise ScheduleError("sample_compute_location: the root block has no compute location",
                             [block])  # fmt: skip

@@ -27,7 +27,9 @@ def reorder(ctx: PrimitiveContext, *loops: For):
           child, the next loop;
         - each loop is given once;
         - the blocks under the loops have only spatial and reduction iter vars and affine
-          bindings (a block with an init, one-to-one bindings, so its init still runs first);
+          bindings; a block with an init must keep running it first for each element: its
+          binding is one-to-one, no loop feeds both a spatial and a reduction iter var, and the
+          reduction iter vars start at their minimum;
         - no loop's range depends on a loop that would end up inside it;
         - when several blocks are under the loops, whatever one writes and another accesses is
           touched by both only within the same iteration of the reordered loops.
