@@ -30,7 +30,7 @@ from schedlab.schedule.index_map import IndexMap
 from .helpers import assert_trace_roundtrip
 
 SOAK = os.environ.get("SCHEDLAB_SOAK", "") not in ("", "0")
-EXAMPLES = 3000 if SOAK else 320
+EXAMPLES = 3000 if SOAK else 400
 COMPILED_EXAMPLES = 300 if SOAK else 24
 
 # registry workloads at small odd sizes (non-divisible extents everywhere)
