@@ -288,3 +288,13 @@ def test_reference_check_mode(tmp_path):
     assert reference_main(["--check", "--output", str(stale)]) == 1
     assert reference_main(["--output", str(stale)]) == 0
     assert reference_main(["--check", "--output", str(stale)]) == 0
+
+
+def test_get_block_accepts_tvm_main_for_a_lone_function():
+    from schedlab import workloads
+    from schedlab.schedule import BlockNotFoundError, Schedule
+
+    sch = Schedule(workloads.get("gemm", M=8, N=8, K=8)[0])
+    assert sch.get(sch.get_block("C", func_name="main")).name_hint == "C"
+    with pytest.raises(BlockNotFoundError, match="no function 'other'"):
+        sch.get_block("C", func_name="other")
