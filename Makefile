@@ -29,7 +29,7 @@ test: toolchain venv
 	$(BIN)/python -m pytest -n 2 -q --doctest-modules tests schedlab/schedule
 
 soak: toolchain venv
-	SCHEDLAB_SOAK=1 $(BIN)/python -m pytest -q tests -m "soak or not soak"
+	SCHEDLAB_SOAK=1 $(BIN)/python -m pytest -q tests/schedule/test_property.py
 
 lint: venv
 	$(BIN)/ruff check schedlab tests
