@@ -1,12 +1,16 @@
 """Loop kinds and annotations: parallel, vectorize, unroll, bind, annotate, unannotate."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import schedlab
 from schedlab import workloads
-from schedlab.ir import FloatImm, ForKind, IntImm, IterType
+from schedlab.arith import detect_iter_map
+from schedlab.ir import FloatImm, ForKind, IntImm, IterType, Range, Var, assert_structural_equal
 from schedlab.schedule import (
     AnnotationError,
     HandleError,
@@ -14,6 +18,8 @@ from schedlab.schedule import (
     NonAffineBindingError,
     Schedule,
 )
+from schedlab.schedule.analysis import loop_kind
+from schedlab.schedule.analysis.affine import mixed_radix_binding
 from schedlab.schedule.primitives.annotation import (
     AnnotationValueError,
     CrossIterationDependenceError,
@@ -712,3 +718,182 @@ def test_unroll_of_a_fused_reduction_compiles():
     sch.annotate(fused, "pragma_auto_unroll_max_step", 4)
     assert_same_numerics(func, sch.func)
     assert_trace_roundtrip(sch, func)
+
+
+def test_parallel_and_vectorize_allow_a_loop_of_one_iteration():
+    # A loop of extent 1 the block does not use (split with preserve_unit_iters=False) has no
+    # other iteration to race with: the loop-invariant-write condition does not apply.
+    func = _gemm()
+    sch = Schedule(func, debug=True)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [1, None], preserve_unit_iters=False)
+    sch.parallel(i0)
+    assert sch.get(i0).kind == ForKind.PARALLEL
+    sch.vectorize(i0)
+    assert sch.get(i0).kind == ForKind.VECTORIZED
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+def test_parallel_of_one_iteration_writing_a_shared_buffer():
+    text = LOOP_INVARIANT_WRITE.replace("for i in range(4)", "for i in range(1)").replace(
+        "(4, 8)", "(1, 8)"
+    )
+    func = _func(text)
+    sch = Schedule(func)
+    i, j = sch.get_loops(sch.get_block("C"))
+    sch.parallel(i)
+    assert_script_equal(
+        sch.func,
+        """
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"),
+      C: T.Buffer((1, 8), "float32")):
+    for i in T.parallel(1):
+        for j in range(8):
+            with T.block("B"):
+                vj = T.axis.spatial(8, j)
+                T.reads(A[vj])
+                T.writes(B[vj])
+                B[vj] = A[vj]
+        for j in range(8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(B[vj])
+                T.writes(C[vi, vj])
+                C[vi, vj] = B[vj]
+""",
+    )
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+# -- the fast paths of the legality checks ------------------------------------------------------
+# parallel/vectorize/reorder/decompose_reduction first try structural tests (mixed-radix
+# bindings, exactly written boxes) before the general analyses; they may only ever say "yes"
+# where the general analysis would too.
+def _loops(extents):
+    return [SimpleNamespace(loop_var=Var(f"l{n}", "int32"), min=IntImm("int32", 0),
+                            extent=IntImm("int32", e)) for n, e in enumerate(extents)]  # fmt: skip
+
+
+def _radix_value(draw, loops):
+    """A mixed-radix number of digits (whole loops or splits of them), or a random sum."""
+    digits = []
+    for loop in draw(st.lists(st.sampled_from(loops), max_size=3)):
+        c = draw(st.sampled_from([1, 2, 3, 4]))
+        form = draw(st.sampled_from(["whole", "div", "mod"]))
+        var = loop.loop_var
+        digits.append((var if form == "whole" else var // c if form == "div" else var % c,
+                       loop.extent.value if form == "whole" else c))  # fmt: skip
+    value, scale = IntImm("int32", draw(st.integers(0, 2))), 1
+    for digit, extent in digits:
+        value = value + digit * (scale if draw(st.booleans()) else draw(st.integers(1, 8)))
+        scale *= extent
+    return value
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mixed_radix_fast_path_only_accepts_affine_bindings(data):
+    loops = _loops(data.draw(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8]), min_size=1,
+                                      max_size=4)))  # fmt: skip
+    values = [_radix_value(data.draw, loops) for _ in range(data.draw(st.integers(1, 3)))]
+    realize = SimpleNamespace(iter_values=tuple(values), predicate=IntImm("bool", 1))
+    domains = {x.loop_var: Range(x.min, x.extent) for x in loops}
+    for level in ("surjective", "bijective"):
+        if mixed_radix_binding(realize, loops, level == "bijective"):
+            assert detect_iter_map(values, domains, True, level), (level, values)
+
+
+def test_mixed_radix_fast_path_recognises_what_split_fuse_and_reorder_leave():
+    loops = _loops([4, 2, 4, 12, 5])
+    i0, i1, i2, f, k = (x.loop_var for x in loops)
+    cases = [  # values, recognised as surjective, as bijective
+        ((i0 * 8 + i1 * 4 + i2, f, k), True, True),
+        (((i0 * 2 + i1) * 4 + i2, f // 3, f % 3, k), True, True),
+        ((f // 3 * 8 + i1 * 4 + i2, f % 3 * 4 + i0, k), True, True),
+        ((i0 * 8 + i1 * 4 + i2, k), True, False),  # f unused: not bijective
+        ((i0 * 8 + i1 * 4 + i2, f // 3, k), False, False),  # part of f: left to the detector
+        ((i0 + i2, f, k, i1), False, False),  # overlapping digits: not affine
+        ((i0 * 8 + i2, f, k, i1), False, False),  # coefficients are not a mixed radix
+    ]
+    for values, surjective, bijective in cases:
+        realize = SimpleNamespace(iter_values=values, predicate=IntImm("bool", 1))
+        assert mixed_radix_binding(realize, loops, False) == surjective, values
+        assert mixed_radix_binding(realize, loops, True) == bijective, values
+    predicated = SimpleNamespace(iter_values=(i0, f, k, i1 * 4 + i2), predicate=i0 < 3)
+    assert not mixed_radix_binding(predicated, loops, False)
+    assert mixed_radix_binding(predicated, loops, True, with_predicate=False)
+
+
+def _tiled_reduction_schedule(size=16):
+    func = workloads.get("matmul_bias_relu", M=size, N=size, K=size)[0]
+    sch = Schedule(func, debug=True)
+    block = sch.get_block("matmul")
+    i, j, k = sch.get_loops(block)
+    i0, i1, i2 = sch.split(i, [None, 2, 4])
+    j0, j1, j2 = sch.split(j, [None, 2, 4])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i0, j0, i1, j1, k0, i2, k1, j2)
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, j1)
+    sch.reverse_compute_inline(sch.get_block("T_relu"))
+    sch.decompose_reduction(block, k0)
+    return func, sch, sch.fuse(i0, j0), j2
+
+
+def test_the_exact_box_cover_agrees_with_the_general_cover_check(monkeypatch):
+    func, sch, fused, j2 = _tiled_reduction_schedule()
+    decided = []
+    fast = loop_kind._one_exact_producer_covers
+    monkeypatch.setattr(loop_kind, "_one_exact_producer_covers",
+                        lambda *args: decided.append(fast(*args)) or decided[-1])  # fmt: skip
+    sch.parallel(fused)
+    sch.vectorize(j2)
+    assert decided and all(decided)  # the init/update/write-back chain is shown by the fast path
+    monkeypatch.setattr(loop_kind, "_one_exact_producer_covers", lambda *args: False)
+    _, general, fused, j2 = _tiled_reduction_schedule()
+    general.parallel(fused)
+    general.vectorize(j2)
+    assert_structural_equal(general.mod, sch.mod)
+    assert_same_numerics(func, sch.func)
+
+
+STRIDED_AND_DIAGONAL = """
+@T.prim_func
+def f(A: T.Buffer((16, 16), "float32"), C: T.Buffer((4,), "float32")):
+    B = T.alloc_buffer((16, 16), "float32")
+    for o, i in T.grid(4, 4):
+        with T.block("strided"):
+            vo, vi = T.axis.remap("SS", [o, i])
+            T.reads(A[vo, vi])
+            T.writes(B[vo * 4, vi * 2])
+            B[vo * 4, vi * 2] = A[vo, vi]
+        with T.block("diagonal"):
+            vo, vi = T.axis.remap("SS", [o, i])
+            T.reads(A[vo, vi])
+            T.writes(B[vo * 4 + vi, vo * 4 + vi])
+            B[vo * 4 + vi, vo * 4 + vi] = A[vo, vi]
+        with T.block("row"):
+            vo, vi = T.axis.remap("SS", [o, i])
+            T.reads(A[vo, vi])
+            T.writes(B[vo * 4 + vi, 0])
+            B[vo * 4 + vi, 0] = A[vo, vi]
+"""
+
+
+def test_the_exact_box_needs_a_write_that_fills_its_box():
+    sch = Schedule(_func(STRIDED_AND_DIAGONAL))
+    o, i = sch.get_loops(sch.get_block("row"))
+    state, loop = sch.state, sch.get(o)
+    boxes = {}
+    for name in ("strided", "diagonal", "row"):
+        block = sch.get(sch.get_block(name))
+        write = block.writes[0]
+        boxes[name] = loop_kind._affine_iteration_box(state, block, write, loop, exact=True)
+        assert loop_kind._affine_iteration_box(state, block, write, loop) is not None
+    assert boxes["strided"] is None  # every other column only
+    assert boxes["diagonal"] is None  # 4 of the 16 elements of its box
+    ((row_start, rows), (col_start, cols)) = boxes["row"]
+    assert (rows, cols) == (4, 1) and str(row_start) == "o * 4"

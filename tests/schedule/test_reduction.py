@@ -22,6 +22,7 @@ from schedlab.schedule.primitives.reduction import (
     FactorAxisError,
     LoopHeightError,
     LoopPositionError,
+    RepeatedReductionError,
     RFactorLoopError,
 )
 from schedlab.script import from_source
@@ -340,6 +341,109 @@ def test_decompose_reduction_refuses_a_loop_inside_the_reduction():
         sch, lambda: sch.decompose_reduction(block, j), LoopHeightError, "inside loop k"
     )
     assert "^^^" in str(err)
+
+
+def _layer_norm_var_sum_under_sum_k():
+    """layer_norm with T_var_sum moved under T_sum's k loop: it does not depend on k, so every
+    iteration of k recomputes it from its init (the result is that of the last iteration)."""
+    func = workloads.get("layer_norm", M=3, N=7)[0]
+    sch = Schedule(func, debug=True)
+    var_sum = sch.get_block("T_var_sum")
+    i, k = sch.get_loops(sch.get_block("T_sum"))
+    sch.reverse_compute_at(var_sum, k, preserve_unit_loops=True)
+    return func, sch, var_sum
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_decompose_reduction_refuses_to_hoist_the_init_above_a_repeating_loop(where):
+    # Regression: placed before i (or k), the init ran once per i while k repeats the whole
+    # reduction 7 times, so the repeats accumulated into each other (wrong numerics).
+    func, sch, var_sum = _layer_norm_var_sum_under_sum_k()
+    loop = sch.get_loops(var_sum)[where]
+    err = assert_error_keeps_state(
+        sch, lambda: sch.decompose_reduction(var_sum, loop), RepeatedReductionError,
+        "does not depend on loop k of extent 7",
+    )  # fmt: skip
+    assert "loop ax0 is the outermost loop where it can go" in str(err)
+    assert "^^^" in str(err)
+    assert_same_numerics(func, sch.func)
+
+
+def test_decompose_reduction_under_a_repeating_loop_at_the_suggested_loop():
+    func, sch, var_sum = _layer_norm_var_sum_under_sum_k()
+    i, k, ax0, ax1 = sch.get_loops(var_sum)
+    sch.decompose_reduction(var_sum, ax0)
+    assert_script_equal(
+        sch.func,
+        """
+@T.prim_func
+def layer_norm(A: T.Buffer((3, 7), "float32"), gamma: T.Buffer((7,), "float32"),
+               beta: T.Buffer((7,), "float32"), T_layer_norm: T.Buffer((3, 7), "float32")):
+    T_sum = T.alloc_buffer((3,), "float32")
+    T_var_sum = T.alloc_buffer((3,), "float32")
+    for i, k in T.grid(3, 7):
+        with T.block("T_sum"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.reads(A[vi, vk])
+            T.writes(T_sum[vi])
+            with T.init():
+                T_sum[vi] = T.float32(0)
+            T_sum[vi] = T_sum[vi] + A[vi, vk]
+        with T.block("T_var_sum_init"):
+            vi_init = T.axis.spatial(3, i)
+            T.reads()
+            T.writes(T_var_sum[vi_init])
+            T_var_sum[vi_init] = T.float32(0)
+        for ax0, ax1 in T.grid(1, 7):
+            with T.block("T_var_sum_update"):
+                vi_1, vk_1 = T.axis.remap("SR", [i, ax1])
+                T.reads(T_var_sum[vi_1], A[vi_1, vk_1], T_sum[vi_1])
+                T.writes(T_var_sum[vi_1])
+                T_var_sum[vi_1] = T_var_sum[vi_1] + (A[vi_1, vk_1] - T_sum[vi_1] / T.float32(7)) \
+                    * (A[vi_1, vk_1] - T_sum[vi_1] / T.float32(7))
+    for i_1, j in T.grid(3, 7):
+        with T.block("T_layer_norm"):
+            vi_2, vj = T.axis.remap("SS", [i_1, j])
+            T.reads(A[vi_2, vj], T_sum[vi_2], T_var_sum[vi_2], gamma[vj], beta[vj])
+            T.writes(T_layer_norm[vi_2, vj])
+            T_layer_norm[vi_2, vj] = (A[vi_2, vj] - T_sum[vi_2] / T.float32(7)) \
+                * T.rsqrt(T_var_sum[vi_2] / T.float32(7) + T.float32(1e-05)) * gamma[vj] \
+                + beta[vj]
+""",
+    )
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+# Each output row is reduced twice (x = 2 * vi and 2 * vi + 1), each time from its init: the
+# block's binding is affine (a reduction block) but not one-to-one under x.
+TWICE_PER_ROW = """
+@T.prim_func
+def f(A: T.Buffer((3, 5), "float32"), B: T.Buffer((3,), "float32")):
+    for x, k in T.grid(6, 5):
+        with T.block("B"):
+            vi = T.axis.spatial(3, x // 2)
+            vk = T.axis.reduce(5, k)
+            T.reads(A[vi, vk])
+            T.writes(B[vi])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+"""
+
+
+def test_decompose_reduction_refuses_a_binding_that_repeats_an_element():
+    func = from_source(TWICE_PER_ROW)
+    sch = Schedule(func)
+    block = sch.get_block("B")
+    x, k = sch.get_loops(block)
+    assert_error_keeps_state(
+        sch, lambda: sch.decompose_reduction(block, x), RepeatedReductionError,
+        "same element more than once within one iteration of loop x",
+    )  # fmt: skip
+    sch.decompose_reduction(block, k)  # one reduction per iteration of x: fine
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
 
 
 TWO_WRITERS = """

@@ -153,6 +153,140 @@ def test_blockize_partial_tiles_keep_predicate(preserve):
     assert_same_numerics(func, sch.func)
 
 
+def test_blockize_moves_outer_predicate_to_outer_block():
+    """Regression: `split(b, [2, None, 1])` of an extent-1 loop, blockized at the middle loop,
+    ran the outer block (and its init, zeroing the output) for the out-of-range tile b_0 = 1."""
+    func = workloads.get("reduce_sum", M=1, N=3)[0]
+    sch = Schedule(func, debug=True)
+    i, _ = sch.get_loops(sch.get_block("A_red"))
+    _, i1, _ = sch.split(i, [2, None, 1])
+    sch.blockize(i1)
+    assert_script_equal(sch.func, """
+@T.prim_func
+def reduce_sum(A: T.Buffer((1, 3), "float32"), A_red: T.Buffer((1,), "float32")):
+    for i_0 in range(2):
+        with T.block("A_red_o"):
+            vi_o = T.axis.spatial(1, i_0)
+            vk_o = T.axis.reduce(1, 0)
+            T.where(i_0 < 1)
+            T.reads(A[0, 0:3])
+            T.writes(A_red[0])
+            with T.init():
+                A_red[0] = T.float32(0)
+            for i_1, i_2, k in T.grid(1, 1, 3):
+                with T.block("A_red"):
+                    vk_i = T.axis.reduce(3, k)
+                    T.reads(A[0, vk_i])
+                    T.writes(A_red[0])
+                    A_red[0] = A_red[0] + A[0, vk_i]
+""")  # fmt: skip
+    assert_trace_roundtrip(sch, func)
+    assert_same_numerics(func, sch.func)
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_blockize_out_of_range_tile_of_depthwise_conv(preserve):
+    """The case found by test_property.py: the output was all zeros."""
+    func = workloads.get("depthwise_conv2d_nchw", N=1, C=3, H=5, W=7, kernel=3)[0]
+    sch = Schedule(func, debug=True)
+    b = sch.get_loops(sch.get_block("depthwise_conv2d_nchw"))[0]
+    _, b1, _ = sch.split(b, [2, None, 1])
+    outer = sch.blockize(b1, preserve_unit_iters=preserve)
+    assert (sch.get(outer).init is not None) == preserve  # the init moves with outer reductions
+    assert str(sch.state.realize_of(sch.get(outer)).predicate) == "b_0 < 1"
+    assert_trace_roundtrip(sch, func)
+    assert_same_numerics(func, sch.func)
+
+
+def test_blockize_guards_outer_iter_values_out_of_their_domain():
+    """`split(i, [4, None, 1])` of 5 gives tiles of 2 for i_0 in [0, 4): vi_o = i_0 has the
+    domain [0, 3), so the outer block gets `i_0 < 3`; the init keeps the partial-tile guard."""
+    func = workloads.get("reduce_sum", M=5, N=3)[0]
+    sch = Schedule(func, debug=True)
+    i, _ = sch.get_loops(sch.get_block("A_red"))
+    _, i1, _ = sch.split(i, [4, None, 1])
+    sch.blockize(i1)
+    assert_script_equal(sch.func, """
+@T.prim_func
+def reduce_sum(A: T.Buffer((5, 3), "float32"), A_red: T.Buffer((5,), "float32")):
+    for i_0 in range(4):
+        with T.block("A_red_o"):
+            vi_o = T.axis.spatial(3, i_0)
+            vk_o = T.axis.reduce(1, 0)
+            T.where(i_0 < 3)
+            T.reads(A[vi_o * 2:vi_o * 2 + 2, 0:3])
+            T.writes(A_red[vi_o * 2:vi_o * 2 + 2])
+            with T.init():
+                for i_1, i_2 in T.grid(2, 1):
+                    with T.block("A_red_init"):
+                        vi_init = T.axis.spatial(2, i_1 + i_2)
+                        T.where(vi_o * 2 + i_1 < 5)
+                        T.reads()
+                        T.writes(A_red[vi_o * 2 + vi_init])
+                        A_red[vi_o * 2 + vi_init] = T.float32(0)
+            for i_1, i_2, k in T.grid(2, 1, 3):
+                with T.block("A_red"):
+                    vi_i = T.axis.spatial(2, i_1 + i_2)
+                    vk_i = T.axis.reduce(3, k)
+                    T.where(vi_o * 2 + i_1 + i_2 < 5)
+                    T.reads(A[vi_o * 2 + vi_i, vk_i])
+                    T.writes(A_red[vi_o * 2 + vi_i])
+                    A_red[vi_o * 2 + vi_i] = A_red[vi_o * 2 + vi_i] + A[vi_o * 2 + vi_i, vk_i]
+""")  # fmt: skip  # noqa: E501
+    assert_trace_roundtrip(sch, func)
+    assert_same_numerics(func, sch.func)
+
+
+def test_blockize_writes_mixed_predicates_through_outer_iter_values():
+    """At i_2 of `split(i, [None, 2, 2])`, vi_o = i_0 * 2 + i_1: the inner predicate reads
+    `vi_o * 2 + i_2 < 13`, and the outer block gets `i_0 * 2 + i_1 < 7` (vi_o's domain)."""
+    func = workloads.get("gemm", M=13, N=3, K=3)[0]
+    sch = Schedule(func, debug=True)
+    i, _, _ = sch.get_loops(sch.get_block("C"))
+    *_, i2 = sch.split(i, [None, 2, 2])
+    outer = sch.blockize(i2)
+    assert str(sch.state.realize_of(sch.get(outer)).predicate) == "i_0 * 2 + i_1 < 7"
+    inner = sch.get(sch.get_block("C"))
+    assert "vi_o * 2 + i_2 < 13" in str(sch.state.realize_of(inner).predicate)
+    assert_trace_roundtrip(sch, func)
+    assert_same_numerics(func, sch.func)
+
+
+def test_blockize_refuses_predicates_it_cannot_write_through_outer_iters():
+    sch = Schedule(from_source("""
+@T.prim_func
+def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i_0, i_1, i_2 in T.grid(2, 2, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i_0 * 8 + i_1 * 4 + i_2)
+            T.where(i_0 * 8 + i_2 < 11)
+            B[vi] = A[vi]
+"""))  # fmt: skip
+    *_, i2 = sch.get_loops(sch.get_block("B"))  # vi_o = i_0 * 2 + i_1: i_0 alone is not one
+    assert_error_keeps_state(sch, lambda: sch.blockize(i2), BlockizeError, "uses loop i_0")
+
+
+@pytest.mark.parametrize(
+    "name, sizes, block, loop, factors, at",
+    [("gemm", dict(M=7, N=9, K=5), "C", 2, [2, None, 1], 1),
+     ("gemm", dict(M=7, N=9, K=5), "C", 0, [4, None, 1], 2),
+     ("depthwise_conv2d_nchw", dict(N=1, C=3, H=5, W=7, kernel=3), "depthwise_conv2d_nchw",
+      1, [2, None, 2], 2),
+     ("depthwise_conv2d_nchw", dict(N=1, C=3, H=5, W=7, kernel=3), "depthwise_conv2d_nchw",
+      4, [2, None, 1], 5),
+     ("reduce_sum", dict(M=5, N=9), "A_red", 1, [3, None, 2], 2),
+     ("softmax", dict(M=5, N=7), "T_softmax_expsum", 1, [None, 2, 2], 2),
+     ("softmax", dict(M=5, N=7), "T_softmax_norm", 0, [4, None, 1], 1)],
+)  # fmt: skip
+def test_blockize_after_non_divisible_splits(name, sizes, block, loop, factors, at):
+    func = workloads.get(name, **sizes)[0]
+    sch = Schedule(func, debug=True)
+    sch.split(sch.get_loops(sch.get_block(block))[loop], factors)
+    sch.blockize(sch.get_loops(sch.get_block(block))[at])
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
 @pytest.mark.parametrize(
     "name, sizes, block, factors, at",
     [("conv2d_nchw", dict(N=1, CI=3, CO=4, H=7, W=5, kernel=3), "conv2d_nchw", {1: 2, 2: 3}, 0),

@@ -1,8 +1,9 @@
 """Facts about the buffers a block touches, used by the cache and buffer primitives: which buffer
 an index or name refers to, where a buffer is allocated, which blocks of a scope write or read
-it, whether a block's writes fill a region densely (so a copy back cannot clobber data), and
-for a cache stage: where it can go, the region it must copy, and whether that covers the
-readers (TVM's cache_read_write.cc makes the same decisions).
+it, whether a block sits in another block's init, and for a cache stage: where it can go, the
+region it must copy, and whether that covers the readers (TVM's cache_read_write.cc makes the
+same decisions). Whether a block's writes fill a region densely (so a copy back cannot clobber
+data) is in buffer_writes.py.
 
 A stage goes into the innermost loop or block that holds both the buffer's writer and the first
 "related" block (the readers served through the stage), right before the child that holds that
@@ -16,12 +17,12 @@ one depends on the primitive), a str names a buffer the block accesses, and `("r
 
 from __future__ import annotations
 
-from schedlab.arith import Analyzer, detect_iter_map, region_covers, relax_region
+from schedlab.arith import Analyzer, region_covers, relax_region
 from schedlab.ir import op
 from schedlab.ir.buffer import SCOPES, Buffer, BufferRegion
-from schedlab.ir.expr import LT, And, BufferLoad, IntImm, Range
+from schedlab.ir.expr import BufferLoad, Range
 from schedlab.ir.functor import collect_vars, post_order_visit, substitute
-from schedlab.ir.stmt import Block, BufferStore, For, SeqStmt, Stmt
+from schedlab.ir.stmt import Block, BufferStore, For, IfThenElse, SeqStmt, Stmt
 
 from ..errors import BufferIndexError, ScheduleError
 from ..state import ScheduleState
@@ -36,6 +37,11 @@ class StorageScopeError(ScheduleError):
 class NotAllocatedBufferError(ScheduleError):
     """The buffer is a function parameter (or a match_buffer view), not an intermediate that a
     block allocates."""
+
+
+class BlockInInitError(ScheduleError):
+    """The block sits inside another block's `init` (after blockize of a reduction), where no
+    stage can be placed."""
 
 
 def check_storage_scope(scope, primitive: str) -> str:
@@ -158,6 +164,33 @@ def require_allocated(state: ScheduleState, block: Block, buffer: Buffer, primit
     return site
 
 
+def init_owner(state: ScheduleState, block: Block) -> Block | None:
+    """The block whose `init` holds `block` (then its scope block), or None.
+
+    Such blocks (blockize of a reduction puts the init's loop nest there) run only on the
+    first reduction iteration. Like TVM, whose sref tree leaves inits out, the scope's child
+    blocks do not include them (ScheduleState.child_blocks walks the body only)."""
+    for node, field, _ in reversed(state.location(block).path):
+        if isinstance(node, Block):
+            return node if field == "init" else None
+    return None
+
+
+def check_not_in_init(state: ScheduleState, block: Block, primitive: str) -> None:
+    """A BlockInInitError when `block` is inside its scope block's init."""
+    owner = init_owner(state, block)
+    if owner is None:
+        return
+    raise BlockInInitError(
+        f"block {block.name_hint!r} is inside the init of block {owner.name_hint!r}, which "
+        f"runs only on the first reduction iteration; {primitive} cannot place a stage "
+        f"there. Run decompose_reduction on {owner.name_hint!r} first: it moves the init "
+        "into a block of its own, which can then be cached",
+        [block],
+        primitive=primitive,
+    )
+
+
 def accesses(regions, buffer: Buffer) -> bool:
     return any(r.buffer is buffer for r in regions)
 
@@ -211,102 +244,6 @@ def reads_old_contents(block: Block, buffer: Buffer) -> bool:
     return loads_buffer(block.body, buffer) and not stores_buffer(block.init, buffer)
 
 
-# -- density of writes ----------------------------------------------------------------------
-def writes_densely(state: ScheduleState, block: Block, buffer: Buffer, loops: list[For]) -> bool:
-    """Whether, as `loops` run, `block` writes every element of the bounding box of its writes
-    of `buffer` (each index an affine, non-overlapping, stride-1 image of the loops). A copy of
-    that box back to the buffer then never overwrites data with unwritten cache elements."""
-    indices = _store_indices(block, buffer)
-    if indices is None:
-        return False
-    realize = state.realize_of(block)
-    binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
-    bound = [substitute(index, binding) for index in indices]
-    dom = {loop.loop_var: _loop_range(loop) for loop in loops}
-    result = detect_iter_map(bound, dom, realize.predicate, "surjective", Analyzer())
-    if result:
-        return all(_is_dense(expr) for expr in result.indices)
-    # a predicate over outer loops (a split tail under compute_at) defeats the detection; a
-    # box that is dense without it stays dense when each condition only cuts one index short
-    # (`index < bound`) or does not involve the written indices at all
-    inner = {id(v) for v in dom}
-    if not _dense_without_predicate(bound, dom, inner):
-        return False
-    return all(_clips_one_index(c, bound, inner) for c in _conjuncts(realize.predicate))
-
-
-def _dense_without_predicate(indices, dom, inner: set[int]) -> bool:
-    result = detect_iter_map(indices, dom, True, "surjective", Analyzer())
-    if result:
-        return all(_is_dense(expr) for expr in result.indices)
-    # the detection cannot divide symbolic extents; the plain case needs no detection: each
-    # index is one loop variable (each loop in one index) plus a loop-free offset
-    analyzer, seen = Analyzer(), set()
-    for index in indices:
-        used = [v for v in collect_vars(index) if id(v) in inner]
-        if not used:
-            continue
-        if len(used) != 1 or id(used[0]) in seen:
-            return False
-        seen.add(id(used[0]))
-        if not free_of(analyzer.simplify(index - used[0]), inner):
-            return False
-    return True
-
-
-def _conjuncts(condition) -> list:
-    if isinstance(condition, And):
-        return _conjuncts(condition.a) + _conjuncts(condition.b)
-    return [condition]
-
-
-def _clips_one_index(condition, indices, inner: set[int]) -> bool:
-    """`index < bound` for one of the indices (bound free of the loops), or a condition using
-    none of the loops the indices use."""
-    index_vars = {id(v) for i in indices for v in collect_vars(i) if id(v) in inner}
-    if not any(id(v) in index_vars for v in collect_vars(condition)):
-        return True
-    if not isinstance(condition, LT) or not free_of(condition.b, inner):
-        return False
-    analyzer = Analyzer()
-    return any(analyzer.can_prove_equal(condition.a, index) for index in indices)
-
-
-def _store_indices(block: Block, buffer: Buffer):
-    """The single index tuple `block` stores `buffer` at (None when there are several)."""
-    from schedlab.ir.structural import structural_equal
-
-    found: list = []
-
-    def visit(node):
-        if isinstance(node, BufferStore) and node.buffer is buffer:
-            found.append(node.indices)
-
-    for part in (block.init, block.body):
-        if part is not None:
-            post_order_visit(part, visit)
-    if not found:
-        return None
-    first = found[0]
-    if any(not all(structural_equal(a, b) for a, b in zip(first, other)) for other in found):
-        return None
-    return first
-
-
-def _loop_range(loop: For) -> Range:
-    return Range(loop.min, loop.extent)
-
-
-def _is_dense(expr) -> bool:
-    """An iter-map index covers a dense interval: a base alone, or one split of scale 1."""
-    if not expr.args:
-        return True
-    if len(expr.args) != 1:
-        return False
-    scale = expr.args[0].scale
-    return isinstance(scale, IntImm) and scale.value == 1
-
-
 def free_of(expr, variables: set[int]) -> bool:
     """Whether `expr` uses none of the variables whose ids are in `variables`."""
     return not any(id(v) in variables for v in collect_vars(expr))
@@ -337,8 +274,16 @@ class RegionCoverError(ScheduleError):
 
 # -- location -------------------------------------------------------------------------------
 def first_in_order(state: ScheduleState, scope: Block, blocks: list[Block]) -> Block:
-    order = state.child_blocks(scope)
-    return min(blocks, key=lambda b: next(i for i, o in enumerate(order) if o is b))
+    """The block of `blocks` that comes first among the scope's child blocks."""
+    order = {id(b): i for i, b in enumerate(state.child_blocks(scope))}
+    for block in blocks:
+        if id(block) not in order:
+            raise CacheLocationError(
+                f"block {block.name_hint!r} is not a child block of the scope "
+                f"{scope.name_hint!r} (it is nested in another block or in an init)",
+                [block],
+            )
+    return min(blocks, key=lambda b: order[id(b)])
 
 
 def location_between(state: ScheduleState, scope: Block, writer: Block, related: list[Block],
@@ -353,16 +298,17 @@ def location_between(state: ScheduleState, scope: Block, writer: Block, related:
         common += 1
     depth = max(i for i in range(common) if isinstance(path_w[i], (For, Block)))
     loc = path_w[depth]
-    body = loc.body
-    if not isinstance(body, SeqStmt) or depth + 2 >= min(len(path_w), len(path_f)):
+    if not _apart_in_body(loc, depth, path_w, path_f):
         raise CacheLocationError(
             f"cannot find a place between the writer {writer.name_hint!r} and the "
-            f"reader {first.name_hint!r} for the cache stage",
+            f"reader {first.name_hint!r} for the cache stage: {_describe(loc)}, the innermost "
+            "loop or block around both, does not run them as separate statements of its body "
+            "(they share a condition, a let or one loop nest)",
             [writer, first],
             primitive=primitive,
         )
-    pos_w = _child_index(body, path_w[depth + 2])
-    pos_f = _child_index(body, path_f[depth + 2])
+    pos_w = _child_index(loc.body, path_w[depth + 2])
+    pos_f = _child_index(loc.body, path_f[depth + 2])
     if pos_w >= pos_f:
         raise CacheLocationError(
             f"block {first.name_hint!r} reads {buffer.name} before (or "
@@ -374,15 +320,48 @@ def location_between(state: ScheduleState, scope: Block, writer: Block, related:
     return loc, pos_f
 
 
+def _apart_in_body(loc, depth: int, path_w: list, path_f: list) -> bool:
+    """Whether both paths go through `loc.body`, a sequence, into different statements."""
+    body = loc.body
+    if not isinstance(body, SeqStmt) or depth + 2 >= min(len(path_w), len(path_f)):
+        return False
+    return path_w[depth + 1] is body and path_f[depth + 1] is body
+
+
+def _describe(node: For | Block) -> str:
+    if isinstance(node, For):
+        return f"loop {node.loop_var.name}"
+    return f"block {node.name_hint!r}"
+
+
+def conditions_between(state: ScheduleState, block: Block, loc: Stmt) -> list[IfThenElse]:
+    """The `if` statements strictly between `loc` (an ancestor) and `block`."""
+    ancestors = state.ancestors(block)
+    cut = _position_of(ancestors, loc, block)
+    return [a for a in ancestors[cut + 1 :] if isinstance(a, IfThenElse)]
+
+
 def _child_index(seq: SeqStmt, child: Stmt) -> int:
-    return next(i for i, s in enumerate(seq.seq) if s is child)
+    for index, stmt in enumerate(seq.seq):
+        if stmt is child:
+            return index
+    raise CacheLocationError("the cache stage's place is not a statement of the loop body")
 
 
 # -- region ---------------------------------------------------------------------------------
+def _position_of(ancestors: list[Stmt], loc: Stmt, block: Block) -> int:
+    for index, ancestor in enumerate(ancestors):
+        if ancestor is loc:
+            return index
+    raise ScheduleError(
+        f"block {block.name_hint!r} is not inside the place chosen for the cache stage", [block]
+    )
+
+
 def loops_between(state: ScheduleState, block: Block, loc: Stmt) -> tuple[list[For], list[For]]:
     """(loops strictly below `loc` around `block`, loops at or above `loc`)."""
     ancestors = state.ancestors(block)
-    cut = next(i for i, a in enumerate(ancestors) if a is loc)
+    cut = _position_of(ancestors, loc, block)
     above = [a for a in ancestors[: cut + 1] if isinstance(a, For)]
     below = [a for a in ancestors[cut + 1 :] if isinstance(a, For)]
     return below, above
@@ -395,13 +374,24 @@ def bound_analyzer(loops: list[For]) -> Analyzer:
     return analyzer
 
 
+def enclosing_analyzer(state: ScheduleState, block: Block, loops: list[For]) -> Analyzer:
+    """An analyzer that knows `loops` and the iter vars of the blocks around `block` (each
+    stays in its domain)."""
+    analyzer = bound_analyzer(loops)
+    for outer in state.ancestors(block):
+        if isinstance(outer, Block):
+            for iv in outer.iter_vars:
+                analyzer.bind(iv.var, iv.dom, allow_override=True)
+    return analyzer
+
+
 def relaxed_access(state: ScheduleState, block: Block, region: BufferRegion, loc: Stmt):
     """`region` (in the block's iter vars) as the loops between `block` and `loc` run, clamped
     to the buffer; the analyzer knows the loops above."""
     realize = state.realize_of(block)
     binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
     below, above = loops_between(state, block, loc)
-    analyzer = bound_analyzer(above)
+    analyzer = enclosing_analyzer(state, block, above)
     bound = substitute(region, binding)
     dom = {loop.loop_var: Range(loop.min, loop.extent) for loop in below}
     relaxed = relax_region(bound, dom, analyzer)
@@ -462,8 +452,9 @@ def _show(region: BufferRegion) -> str:
 __all__ = [
     "StorageScopeError", "NotAllocatedBufferError", "check_storage_scope", "resolve_buffer",
     "allocation_site", "require_allocated", "accesses", "region_of", "writers_in_scope",
-    "readers_in_scope", "loads_buffer", "stores_buffer", "reads_old_contents",
-    "writes_densely", "free_of", "loop_and_iter_vars", "CacheLocationError", "RegionCoverError",
-    "first_in_order", "location_between", "loops_between", "relaxed_access", "clamp_region",
-    "check_cover",
+    "readers_in_scope", "loads_buffer", "stores_buffer", "reads_old_contents", "free_of",
+    "loop_and_iter_vars", "CacheLocationError", "RegionCoverError", "first_in_order",
+    "location_between", "loops_between", "bound_analyzer", "enclosing_analyzer",
+    "relaxed_access", "clamp_region", "check_cover", "BlockInInitError", "init_owner",
+    "check_not_in_init", "conditions_between",
 ]  # fmt: skip

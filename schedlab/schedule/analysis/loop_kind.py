@@ -14,7 +14,8 @@ condition that fails:
    read: stage_pipeline.py), and what a block under the loop reads from an earlier block under
    the loop was produced in the same iteration (region cover per iteration);
 5. (parallel and vectorize) a block that does not depend on the loop variable writes only
-   buffers private to the loop; otherwise every iteration would write the same elements.
+   buffers private to the loop; otherwise every iteration would write the same elements (a
+   loop of extent 1 has no other iteration to race with, so it passes).
 
 Conditions 1-3 are TVM's (3 without TVM's dominance clause, so an update block left by
 decompose_reduction may run in parallel); 4 is TVM's stage-pipeline property plus its region
@@ -27,12 +28,12 @@ from schedlab.arith import Analyzer, region_union, relax_region
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import BufferRegion
 from schedlab.ir.functor import post_order_visit, pre_order_visit, substitute, uses_var
-from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterType
+from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterType, SeqStmt
 from schedlab.ir.structural import structural_equal
 
 from ..errors import DependencyError, LoopKindError, NonAffineBindingError
 from ..state import ScheduleState
-from .affine import check_affine_binding
+from .affine import affine_terms, check_affine_binding, constant_extents, is_radix, tiles
 from .reduction import reduce_vars_in_output
 from .stage_pipeline import NotStagePipelineError, stage_pipeline_violation
 
@@ -168,12 +169,13 @@ def _check_stage_pipeline(state, loop: For, action: str) -> None:
 
 
 def _check_iteration_cover(state, loop: For, blocks: list[Block], action: str) -> None:
-    analyzer = _loop_analyzer(state, loop)
+    analyzer = None
     for index, consumer in enumerate(blocks):
         for read in consumer.reads:
             producers = [b for b in blocks[:index] if _writes(b, read.buffer)]
-            if not producers:
+            if not producers or _one_exact_producer_covers(state, loop, consumer, read, producers):
                 continue
+            analyzer = analyzer or _loop_analyzer(state, loop)
             need = _iteration_region(state, consumer, read, loop, analyzer)
             have = None
             for producer in producers:
@@ -189,6 +191,83 @@ def _check_iteration_cover(state, loop: For, blocks: list[Block], action: str) -
                     f"produce in the same iteration (they write {have})",
                     [consumer, *producers, loop],
                 )  # fmt: skip
+
+
+def _one_exact_producer_covers(state, loop: For, consumer: Block, read: BufferRegion,
+                               producers: list[Block]) -> bool:  # fmt: skip
+    """A quick sufficient condition for the cover check: in one iteration of `loop`, one
+    producer writes exactly a box (no predicate; its write region is a mixed-radix map of the
+    loops under `loop`) that contains the box around what the consumer reads, the two boxes
+    starting at the same expression of the outer loops (`C_local[f // 4 * 8:f // 4 * 8 + 8]`
+    from both the init and the update of a tiled reduction). False means "not shown", and the
+    general check (relaxed regions, their union, proofs) decides."""
+    need = _affine_iteration_box(state, consumer, read, loop)
+    if need is None:
+        return False
+    for producer in producers:
+        if not _runs_every_iteration(state, producer, loop):
+            continue
+        for write in producer.writes:
+            if write.buffer is not read.buffer:
+                continue
+            have = _affine_iteration_box(state, producer, write, loop, exact=True)
+            if have is not None and _box_contains(have, need):
+                return True
+    return False
+
+
+def _runs_every_iteration(state, block: Block, loop: For) -> bool:
+    """No predicate and nothing but loops between `loop` and the block."""
+    realize = state.realize_of(block)
+    predicate = realize.predicate
+    if not (isinstance(predicate, E.IntImm) and predicate.value):
+        return False
+    path = state.ancestors(block)  # ends with the block's own BlockRealize
+    below = path[next(i for i, x in enumerate(path) if x is loop) + 1 : -1]
+    return all(isinstance(node, (For, SeqStmt)) for node in below)
+
+
+def _affine_iteration_box(state, block: Block, region: BufferRegion, loop: For,
+                          exact: bool = False) -> list[tuple] | None:  # fmt: skip
+    """Per dimension (start, extent) of `region` over one iteration of `loop`: the start free
+    of the loops under `loop`, the extent an int. None when the region is not affine in those
+    loops (or, with `exact`, when it does not cover its box exactly: a unit-extent region whose
+    index digits, per dimension a mixed-radix number, tile each loop they use)."""
+    loops = state.loops_above(block)
+    extents = constant_extents(loops[next(i for i, x in enumerate(loops) if x is loop) + 1 :])
+    if extents is None:
+        return None
+    realize = state.realize_of(block)
+    binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
+    box, used = [], {}
+    for rng in substitute(region, binding).region:
+        form = affine_terms(rng.min, extents)
+        if form is None or not isinstance(rng.extent, E.IntImm):
+            return None
+        digits, free = form
+        if exact and (rng.extent.value != 1 or not is_radix(digits)):
+            return None
+        for _, key, lower, size in digits:
+            used.setdefault(key, []).append((lower, size))
+        span = sum(scale * (size - 1) for scale, _, _, size in digits)
+        box.append((_sum(free, rng.min.dtype), rng.extent.value + span))
+    if exact and not all(tiles(parts, extents[key]) for key, parts in used.items()):
+        return None
+    return box
+
+
+def _sum(parts: list, dtype) -> E.PrimExpr:
+    total = parts[0] if parts else E.IntImm(dtype, 0)
+    for part in parts[1:]:
+        total = E.Add(total, part)
+    return total
+
+
+def _box_contains(have: list[tuple], need: list[tuple]) -> bool:
+    return len(have) == len(need) and all(
+        n_extent <= h_extent and structural_equal(h_start, n_start)
+        for (h_start, h_extent), (n_start, n_extent) in zip(have, need)
+    )
 
 
 def _writes(block: Block, buffer) -> bool:
@@ -230,6 +309,8 @@ def _covers(have: BufferRegion, need: BufferRegion, analyzer: Analyzer) -> bool:
 
 # -- condition 5: loop-invariant blocks ---------------------------------------------------------
 def _check_loop_invariant_writes(state, loop: For, blocks: list[Block], action: str) -> None:
+    if isinstance(loop.extent, E.IntImm) and loop.extent.value == 1:
+        return  # a single iteration cannot race with another
     for block in blocks:
         realize = state.realize_of(block)
         bound = (*realize.iter_values, realize.predicate)

@@ -29,16 +29,18 @@ from schedlab.ir.stmt import (
 )
 
 from ..analysis.affine import check_affine_binding
-from ..errors import NotSingleChildError, ScheduleError, TensorizeError
+from ..errors import NotSingleChildError, TensorizeError
 from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
 from ..tensor_intrin import MatchError, TensorIntrin, match_intrin, root_allocs, root_body
+from ._blockize_predicate import (
+    BlockizeError,
+    init_predicate,
+    inner_predicate,
+    outer_predicate,
+    split_predicate,
+)
 from .layout import simplify_indices
-
-
-class BlockizeError(ScheduleError):
-    """The subtree cannot become one block: its iter values do not divide into an outer and
-    an inner part, or the blocks to wrap are not consecutive siblings."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,6 +57,14 @@ def blockize(ctx: PrimitiveContext, target, preserve_unit_iters: bool = True):
     moves to the outer block (a new block `<name>_init` over the inner spatial iters) when the
     outer block has reduction iter vars.
 
+    A block predicate is divided (TVM's outer and inner predicate): its conjuncts over the
+    loops above `target` only (inner loops of extent 1 count as their value) guard the outer
+    block, so a tile out of range runs neither the outer block nor its init; the others stay
+    on the inner block, the outer loops written through the outer iter vars; an outer iter
+    value that a partial tile can drive out of its domain gets `value < extent` on the outer
+    block too. The moved init runs under the inner predicate as it was where the original
+    init ran (reduction loops at their start).
+
     For a list of blocks: they must be consecutive siblings under one parent in one scope, and
     their bindings must not use loops outside them; they are wrapped in a block
     `outer_<names>_` without iter vars.
@@ -62,8 +72,10 @@ def blockize(ctx: PrimitiveContext, target, preserve_unit_iters: bool = True):
     Preconditions:
     - (loop) the loop contains nested loops around exactly one block, whose binding is affine;
       each iter value is `outer * c + inner` with `inner` a dense range `[0, c)` of the loops
-      under `target` (`i_0 * 16 + i_1` at `i_1`), or uses only one of the two sides; a block
-      predicate may use outer loops only where they are an outer iter value;
+      under `target` (`i_0 * 16 + i_1` at `i_1`), or uses only one of the two sides; a
+      predicate conjunct over both outer and inner loops uses the outer loops only through
+      (multiples of) outer iter values (`i_0 * 4 + i_1 * 2 + i_2 < 13` at `i_2`, where
+      `vi_o = i_0 * 2 + i_1`);
     - (blocks) the blocks share one scope and form consecutive statements of one parent.
 
     Parameters:
@@ -121,7 +133,8 @@ def blockize_loop(state: ScheduleState, loop: For, preserve: bool) -> tuple[Sche
     move_init = block.init is not None and any(
         iv.iter_type == IterType.REDUCE for iv in outer_iters
     )
-    predicate = _inner_predicate(realize, outer_iters, outer_values, inner_ids, block)
+    outer_pred, predicate = _divide_predicate(realize, inner_loops, ranges, outer_iters,
+                                              outer_values)  # fmt: skip
     analyzer = _analyzer_for(outer_iters + inner_iters)
     inner_block = block.replace(
         iter_vars=tuple(inner_iters),
@@ -136,7 +149,7 @@ def blockize_loop(state: ScheduleState, loop: For, preserve: bool) -> tuple[Sche
     outer = Block(tuple(outer_iters), (), (), f"{block.name_hint}_o", body, init=init)
     reads, writes = block_access_regions(outer)
     outer = outer.replace(reads=tuple(reads), writes=tuple(writes))
-    new_state = state.replace(loop, BlockRealize(tuple(outer_values), const(True), outer))
+    new_state = state.replace(loop, BlockRealize(tuple(outer_values), outer_pred, outer))
     return new_state, new_state.node(outer.uid)
 
 
@@ -194,13 +207,16 @@ def _divide(value: E.PrimExpr, iv: IterVar, inner_ids: set, ranges, block: Block
 
 
 def _dense_extent(terms, ranges, value, iv, block) -> int:
-    """`c` such that the inner terms cover `[0, c)` exactly once."""
+    """`c` such that the inner terms cover `[0, c)` exactly once (a loop of extent 1 adds
+    nothing, whatever its coefficient: `b_1 + b_2` with `b_2` in [0, 1) covers [0, 2))."""
     by_var = {id(v): r for v, r in ranges.items()}
     expected = 1
     for atom, coef in sorted(terms, key=lambda t: t[1]):
         rng = by_var.get(id(atom))
         if rng is None or not isinstance(rng.extent, E.IntImm) or not _is_zero(rng.min):
             raise _not_divisible(value, iv, block, f"loop {atom.name} needs a constant extent")
+        if _is_one(rng.extent):
+            continue
         if coef != expected:
             raise _not_divisible(value, iv, block, "the inner loops do not form a dense range")
         expected = coef * rng.extent.value
@@ -256,38 +272,43 @@ def _new_iters(block: Block, parts, preserve: bool, ranges):
     return outer_iters, outer_values, inner_iters, inner_values, vmap
 
 
-def _inner_predicate(realize, outer_iters, outer_values, inner_ids, block) -> E.PrimExpr:
-    """The block predicate, with outer loops replaced by the outer iter vars they bind."""
-    predicate = realize.predicate
-    by_loop = {id(v): iv.var for iv, v in zip(outer_iters, outer_values) if isinstance(v, E.Var)}
-
-    def replace(var):
-        if id(var) in inner_ids:
-            return None
-        found = by_loop.get(id(var))
-        if found is None:
-            raise BlockizeError(
-                f"the predicate {predicate} of block {block.name_hint} uses loop "
-                f"{var.name}, which is outside the new block and not an outer iter value", [block],
-            )  # fmt: skip
-        return found
-
-    return substitute(predicate, replace)
+def _divide_predicate(realize, inner_loops, ranges, outer_iters, outer_values):
+    """(the outer block's predicate, the inner block's): conjuncts over outer loops only move
+    out, so that an out-of-range tile runs neither the outer block nor its init."""
+    if _is_true(realize.predicate):
+        return const(True), realize.predicate
+    outer_parts, inner_parts = split_predicate(realize.predicate, inner_loops)
+    inner_ids = {id(lp.loop_var) for lp in inner_loops}
+    outer_ranges = {v: r for v, r in ranges.items() if id(v) not in inner_ids}
+    inner = inner_predicate(inner_parts, outer_iters, outer_values, outer_ranges, realize.block)
+    return outer_predicate(outer_parts, outer_iters, outer_values, outer_ranges), inner
 
 
 def _outer_init(block: Block, outer_iters, inner: BlockRealize, inner_loops, vmap) -> Stmt:
     """The reduction init for the outer block (TVM's GenerateOuterInit): copies of the inner
     loops that the inner spatial iters use, around a block `<name>_init` over those iters,
-    under the spatial part of the block predicate (or the bare init when there are none)."""
+    under the inner predicate where the original init ran (or the bare init when there are
+    no such iters and no predicate)."""
     spatial = [(iv, value) for iv, value in zip(inner.block.iter_vars, inner.iter_values)
                if iv.iter_type == IterType.SPATIAL]  # fmt: skip
-    if not spatial:
-        return _rewrite(block.init, vmap, _analyzer_for(outer_iters))
     used = {id(v) for _, value in spatial for v in collect_vars(value)}
     loops = [lp for lp in inner_loops if id(lp.loop_var) in used]
     loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in loops}
+    predicate = init_predicate(inner.predicate, inner_loops, loop_map, outer_iters)
+    if not spatial and _is_true(predicate):
+        return _rewrite(block.init, vmap, _analyzer_for(outer_iters))
+    init_block = _init_block(block, outer_iters, [iv for iv, _ in spatial], vmap)
+    values = tuple(substitute(v, loop_map) for _, v in spatial)
+    body = BlockRealize(values, predicate, init_block)
+    for lp in reversed(loops):
+        body = For(loop_map[lp.loop_var], lp.min, lp.extent, ForKind.SERIAL, body)
+    return body
+
+
+def _init_block(block: Block, outer_iters, spatial: list[IterVar], vmap) -> Block:
+    """The block `<name>_init` over (copies of) the inner spatial iters."""
     init_iters, renames = [], {}
-    for iv, _ in spatial:
+    for iv in spatial:
         base = iv.var.name[: -len("_i")] if iv.var.name.endswith("_i") else iv.var.name
         var = E.Var(f"{base}_init", iv.var.dtype)
         init_iters.append(IterVar(var, iv.dom, IterType.SPATIAL))
@@ -296,35 +317,7 @@ def _outer_init(block: Block, outer_iters, inner: BlockRealize, inner_loops, vma
     body = simplify_indices(body, _analyzer_for(outer_iters + init_iters))
     init_block = Block(tuple(init_iters), (), (), f"{block.name_hint}_init", body)
     reads, writes = block_access_regions(init_block)
-    init_block = init_block.replace(reads=tuple(reads), writes=tuple(writes))
-    values = tuple(substitute(v, loop_map) for _, v in spatial)
-    predicate = _init_predicate(inner.predicate, inner_loops, loop_map, block)
-    body = BlockRealize(values, predicate, init_block)
-    for lp in reversed(loops):
-        body = For(loop_map[lp.loop_var], lp.min, lp.extent, ForKind.SERIAL, body)
-    return body
-
-
-def _init_predicate(predicate, inner_loops, loop_map: dict, block: Block) -> E.PrimExpr:
-    """The conjuncts of the predicate over the init's loops; those over the other inner
-    (reduction) loops are dropped: the init runs once per spatial point."""
-    others = {id(lp.loop_var) for lp in inner_loops if lp.loop_var not in loop_map}
-    kept = const(True)
-    for part in _conjuncts(predicate):
-        if not uses_var(part, lambda v: id(v) in others):
-            kept = part if _is_true(kept) else E.And(kept, part)
-        elif uses_var(part, lambda v: any(v is k for k in loop_map)):
-            raise BlockizeError(
-                f"the predicate {part} of block {block.name_hint} mixes spatial and "
-                "reduction loops, so the init cannot be moved to the outer block", [block],
-            )  # fmt: skip
-    return substitute(kept, lambda v: loop_map.get(v))
-
-
-def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
+    return init_block.replace(reads=tuple(reads), writes=tuple(writes))
 
 
 def _rewrite(node, vmap: dict, analyzer: Analyzer):

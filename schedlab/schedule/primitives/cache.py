@@ -12,20 +12,22 @@ from __future__ import annotations
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.stmt import Block, For
 
+from ..analysis.buffer_writes import writes_densely
 from ..analysis.buffers import (
+    BlockInInitError,
     CacheLocationError,
     RegionCoverError,
     check_cover,
+    check_not_in_init,
     check_storage_scope,
+    conditions_between,
     location_between,
-    loops_between,
     readers_in_scope,
     reads_old_contents,
     region_of,
     relaxed_access,
     resolve_buffer,
     writers_in_scope,
-    writes_densely,
 )
 from ..errors import BufferIndexError, ScheduleError
 from ..instruction import PrimitiveContext, primitive
@@ -238,27 +240,55 @@ def _write_placement(state, scope, block, buffer, consumers) -> Placement:
         loc, pos = location_between(state, scope, block, others, buffer, "cache_write")
     else:
         loc, pos = scope, scope_end(scope)
-    below, _ = loops_between(state, block, loc)
-    if not writes_densely(state, block, buffer, below):
+    _check_unconditional(state, block, buffer, loc)
+    region, _ = relaxed_access(state, block, region_of(block.writes, buffer), loc)
+    if not writes_densely(state, block, buffer, loc, region):
         raise CacheWriteError(
             f"cannot show that block {block.name_hint!r} writes every element of "
-            f"the region of {buffer.name} it touches (strided or irregular indices); the copy "
-            "back would overwrite the elements it skips",
+            f"the region of {buffer.name} it declares ({_show(region)}): strided, "
+            "conditional or irregular stores; the copy back would overwrite the elements it "
+            "skips",
             [block],
         )
-    region, _ = relaxed_access(state, block, region_of(block.writes, buffer), loc)
     return Placement(loc, pos, region, can_be_compact(scope, loc, region))
+
+
+def _check_unconditional(state, block, buffer, loc) -> None:
+    """The copy back runs whenever its place runs; a writer under an `if` below that place
+    may not have written what it copies."""
+    guards = conditions_between(state, block, loc)
+    if guards:
+        raise CacheWriteError(
+            f"block {block.name_hint!r} runs under the condition "
+            f"`{guards[0].condition}`, but the copy back of {buffer.name} would run "
+            "regardless and overwrite the elements with garbage whenever the condition is "
+            "false; cache_write needs a writer that is not under an `if` inside its scope",
+            [block],
+        )
 
 
 def _readers_around(state, scope, block, buffer) -> tuple[list[Block], list[Block]]:
     """The other readers of `buffer` in the scope, (before `block`, after it) in program
     order. Only the later ones read what the block writes (TVM's RAW dependences)."""
     order = state.child_blocks(scope)
-    here = next(i for i, b in enumerate(order) if b is block)
+    here = _order_of(order, block)
     readers = readers_in_scope(state, scope, buffer)
     before = [b for b in readers if any(b is o for o in order[:here])]
     after = [b for b in readers if any(b is o for o in order[here + 1 :])]
     return before, after
+
+
+def _show(region) -> str:
+    return "[" + ", ".join(f"{r.min}:{r.min + r.extent}" for r in region.region) + "]"
+
+
+def _order_of(order: list[Block], block: Block) -> int:
+    for index, other in enumerate(order):
+        if other is block:
+            return index
+    raise CacheLocationError(  # guarded by check_not_in_init; kept for unusual IR
+        f"block {block.name_hint!r} is not a child block of its scope", [block]
+    )
 
 
 def _check_earlier_readers(state, scope, block, buffer, before, consumers) -> None:
@@ -295,6 +325,7 @@ def _scope(state: ScheduleState, block: Block, primitive_name: str) -> Block:
         raise ScheduleError(
             "the root block has no scope to cache in", [block], primitive=primitive_name
         )
+    check_not_in_init(state, block, primitive_name)
     return scope
 
 
@@ -321,6 +352,8 @@ def _consumers(state, scope: Block, buffer: Buffer, blocks, primitive_name: str)
         )
     readers = readers_in_scope(state, scope, buffer)
     for consumer in blocks:
+        if isinstance(consumer, Block) and state.scope_block(consumer) is scope:
+            check_not_in_init(state, consumer, primitive_name)
         if not isinstance(consumer, Block) or not any(consumer is r for r in readers):
             what = consumer.name_hint if isinstance(consumer, Block) else repr(consumer)
             known = ", ".join(repr(r.name_hint) for r in readers) or "none"
@@ -343,4 +376,5 @@ def _cache_buffer(buffer: Buffer, scope: str, placement: Placement) -> Buffer:
 __all__ = [
     "cache_read", "cache_write", "NotSingleWriterError", "CacheConsumerError",
     "CacheWriteError", "CacheLocationError", "RegionCoverError", "BufferIndexError",
+    "BlockInInitError",
 ]  # fmt: skip

@@ -21,12 +21,18 @@ from schedlab.ir.stmt import (
 )  # fmt: skip
 from schedlab.ir.structural import structural_equal
 
-from ..analysis.buffers import reads_old_contents, resolve_buffer
+from ..analysis.buffer_writes import covers_domain, store_sites
+from ..analysis.buffers import (
+    check_not_in_init,
+    free_of,
+    loop_and_iter_vars,
+    reads_old_contents,
+    resolve_buffer,
+)
 from ..errors import ScheduleError
 from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
 from .buffer import BufferRewriter
-from .cache_stage import insert_stage
 
 
 class ReindexError(ScheduleError):
@@ -90,22 +96,35 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index, buffer_index_type
     scope = state.scope_block(block)
     if scope is None:
         raise ReindexError("the root block cannot be reindexed", [block])
+    check_not_in_init(state, block, "reindex")
     _check_leaf(block)
     indices = _unique_indices(block, buffer)
     _check_direction(block, buffer, kind)
     _check_in_bounds(block, buffer, indices)
     covered = [iv for iv in block.iter_vars if _uses(indices, iv.var)]
+    top = _top_of_nest(state, scope, block)
+    if kind == "write":
+        _check_writes_everything(state, block, buffer, covered)
     new = _reindex_buffer(buffer, covered)
     stage, stage_block = _make_stage(buffer, new, kind, covered, indices)
-    top = _top_of_nest(state, scope, block)
-    pos = _position(scope, top) + (1 if kind == "write" else 0)
     point = tuple(iv.var for iv in covered)
     new_block = _AccessRewriter(buffer, new, point).visit(block)
-    body = state.replace(block, new_block).node(scope.uid).body
-    new_scope = scope.replace(
-        body=insert_stage(body, pos, stage), alloc_buffers=scope.alloc_buffers + (new,)
-    )
-    return _replace_scope(state, scope, new_scope), stage_block
+    return _insert(state, scope, block, new_block, top, stage, kind, new), stage_block
+
+
+def _insert(state, scope, block, new_block, top, stage, kind, new) -> ScheduleState:
+    """The block rewritten, the stage right before (read) or after (write) the top of its
+    nest, in the same statement sequence (so under the same conditions), and the new buffer
+    allocated by the scope."""
+    state = state.replace(block, new_block)
+    if isinstance(top, For):
+        top = state.node(top.uid)
+    else:  # the block has no loops: its realize is the top
+        top = state.realize_of(state.node(block.uid))
+    items = [stage, top] if kind == "read" else [top, stage]
+    state = state.replace(top, SeqStmt.flatten(*items))
+    scope = state.node(scope.uid)
+    return state.replace(scope, scope.replace(alloc_buffers=scope.alloc_buffers + (new,)))
 
 
 _INDEX_TYPES = {"read": "read", "write": "write", 0: "read", 1: "write"}
@@ -123,10 +142,6 @@ def _with_type(block: Block, buffer_index, buffer_index_type):
             [block],
         )
     return (kind, buffer_index)
-
-
-def _replace_scope(state: ScheduleState, scope: Block, new_scope: Block) -> ScheduleState:
-    return state.replace(scope, new_scope)
 
 
 def _check_leaf(block: Block) -> None:
@@ -168,10 +183,39 @@ def _unique_indices(block: Block, buffer: Buffer) -> tuple[PrimExpr, ...]:
                 f"indices ({list(first)} and {list(other)}); reindex needs one access pattern",
                 [block],
             )
+    inner = set()
+    for part in (block.init, block.body):
+        if part is not None:
+            inner |= loop_and_iter_vars(part)
+    if not all(free_of(index, inner) for index in first):
+        raise ReindexError(
+            f"block {block.name_hint!r} indexes {buffer.name} with a loop variable defined "
+            f"inside the block ({list(first)}); reindex needs indices in the block's iter vars",
+            [block],
+        )
     analyzer = Analyzer()
     for iv in block.iter_vars:
         analyzer.bind(iv.var, iv.dom, allow_override=True)
     return tuple(analyzer.simplify(i) for i in first)
+
+
+def _check_writes_everything(state, block: Block, buffer: Buffer, covered) -> None:
+    """The copy back runs over the whole domain of the covered iter vars: the block must
+    store at every point of it, unconditionally."""
+    if any(site.guarded for site in store_sites(block, buffer)):
+        raise ReindexError(
+            f"block {block.name_hint!r} stores {buffer.name} under a condition; the copy "
+            "back would overwrite the elements it skips with garbage",
+            [block],
+        )
+    if not covers_domain(state, block, covered):
+        names = ", ".join(iv.var.name for iv in covered)
+        raise ReindexError(
+            f"the loops around block {block.name_hint!r} do not run its iter vars ({names}) "
+            f"over their whole domains (strided, partial or predicated bindings); the copy "
+            f"back of {buffer.name} would overwrite the elements it skips with garbage",
+            [block],
+        )
 
 
 def _check_direction(block: Block, buffer: Buffer, kind: str) -> None:
@@ -247,8 +291,8 @@ def _point(buffer: Buffer, indices) -> BufferRegion:
 
 
 def _top_of_nest(state: ScheduleState, scope: Block, block: Block) -> Stmt:
-    """The statement at the scope level holding `block`, which must be the only statement
-    under its loops (a chain of single-child loops)."""
+    """The outermost statement of the block's nest, which must be a chain of single-child
+    loops with no loop of the scope around it (the stage goes next to it)."""
     node: Stmt = state.realize_of(block)
     for loop in reversed(state.loops_above(block)):
         if loop.body is not node:
@@ -258,24 +302,7 @@ def _top_of_nest(state: ScheduleState, scope: Block, block: Block) -> Stmt:
                 [loop],
             )
         node = loop
-    if state.parent_stmt(node) is not scope and not isinstance(state.parent_stmt(node), SeqStmt):
-        raise ReindexError(
-            f"block {block.name_hint!r} sits under a condition or let inside its "
-            "scope; reindex needs its loops directly in the scope",
-            [block],
-        )
     return node
-
-
-def _position(scope: Block, top: Stmt) -> int:
-    if isinstance(scope.body, SeqStmt):
-        for index, stmt in enumerate(scope.body.seq):
-            if stmt is top:
-                return index
-        raise ReindexError(
-            "the block's loop nest is not directly in its scope", [scope]
-        )  # pragma: no cover - guarded by _top_of_nest
-    return 0
 
 
 class _AccessRewriter(BufferRewriter):
