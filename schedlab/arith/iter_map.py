@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from schedlab.ir import expr as E
 from schedlab.ir import stmt as S
 from schedlab.ir.functor import uses_var
+from schedlab.ir import op
 from schedlab.ir.op import convert
 
 from .analyzer import Analyzer
@@ -275,8 +276,9 @@ class _Rewriter:
         if var is None or not full or not any(mark is m for m in self.input_marks):
             raise NotAffine(f"the predicate {describe(part)} is not supported")
         ana = self.analyzer
-        start = E.IntImm(mark.extent.dtype, 0) if low is None else ana.simplify(E.Max(low, 0))
-        end = mark.extent if high is None else ana.simplify(E.Min(high, mark.extent))
+        zero = E.IntImm(mark.extent.dtype, 0)
+        start = zero if low is None else ana.simplify(op.max(low, zero))
+        end = mark.extent if high is None else ana.simplify(op.min(high, mark.extent))
         old_min = self.var_map[id(var)].base
         self._define_input(var, E.Range(old_min + start, ana.simplify(end - start)), mark)
 

@@ -84,8 +84,27 @@ class _Comparator:
             self.defining -= 1
         self._bind(a, b, path)
 
+    def graph_var(self, a, b, path: str) -> None:
+        """A graph-IR variable (class attribute `_graph_var`): mapped where it is defined (the
+        node fields named by the definer's `_defines`), its struct info compared then."""
+        if type(a) is not type(b):
+            raise _Mismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
+        if id(a) in self.forward or id(b) in self.backward:
+            self._bind(a, b, path)
+        elif self.defining or self.map_free_vars:
+            self._bind(a, b, path)
+            self.defining += 1
+            try:
+                self.value(a.struct_info_, b.struct_info_, f"{path}.struct_info")
+            finally:
+                self.defining -= 1
+        elif a is not b:
+            raise _Mismatch(path, a, b, f"free variables {a.name_hint} and {b.name_hint} differ")
+
     # -- generic values ---------------------------------------------------------------------
     def value(self, a, b, path: str) -> None:
+        if _is_graph_var(a) or _is_graph_var(b):
+            return self.graph_var(a, b, path)
         if isinstance(a, Var) or isinstance(b, Var):
             if not (isinstance(a, Var) and isinstance(b, Var)):
                 raise _Mismatch(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
@@ -130,6 +149,12 @@ class _Comparator:
 
     def definitions(self, a, b, path: str) -> None:
         """Bind what a node defines before its fields (some of which use it) are compared."""
+        for name in getattr(type(a), "_defines", ()):  # graph IR: bindings, function params
+            self.defining += 1
+            try:
+                self.value(getattr(a, name), getattr(b, name), f"{path}.{name}")
+            finally:
+                self.defining -= 1
         if isinstance(a, For):
             self.define_var(a.loop_var, b.loop_var, f"{path}.loop_var")
         elif isinstance(a, IterVar):
@@ -166,6 +191,10 @@ class _Comparator:
             raise _Mismatch(path, a, b, f"functions {sorted(a)} vs {sorted(b)}")
         for name in sorted(a):
             self.value(a[name], b[name], f"{path}[{name!r}]")
+
+
+def _is_graph_var(value) -> bool:
+    return getattr(type(value), "_graph_var", False) is True
 
 
 def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
@@ -221,7 +250,16 @@ class _Hasher(_Comparator):
         for name in _BUFFER_FIELDS:
             self.value(getattr(a, name), getattr(a, name), name)
 
+    def graph_var(self, a, b, path):
+        if id(a) in self.numbers:
+            self.parts.append(("gvar", type(a).__name__, self.numbers[id(a)]))
+            return
+        self.parts.append(("gvar-def", type(a).__name__, self._number(a)))
+        self.value(a.struct_info_, a.struct_info_, path)
+
     def value(self, a, b, path):
+        if _is_graph_var(a):
+            return self.graph_var(a, a, path)
         if isinstance(a, Var):
             return self.var(a, a, path)
         if isinstance(a, Buffer):

@@ -178,3 +178,15 @@ def test_predicate_on_part_of_a_fused_iterator_does_not_bound_it():
     f = Var("f")
     out = iter_map_simplify([f // 6, f % 6], {f: Range(0, 18)}, predicate=f % 6 < 5)
     assert [str(e) for e in out] == ["f // 6", "f % 6"]
+
+
+def test_predicate_with_a_lower_bound():
+    """Regression: a lower bound in the predicate (`x >= 2`) used to crash building max(x, 0)."""
+    from schedlab.arith import detect_iter_map
+    from schedlab.ir import Range, Var
+
+    i, j = Var("i"), Var("j")
+    fused = i * 4 + j
+    result = detect_iter_map([fused], {i: Range(0, 4), j: Range(0, 4)},
+                             predicate=(fused >= 2) & (fused < 13))  # fmt: skip
+    assert result.indices is not None and not result.errors

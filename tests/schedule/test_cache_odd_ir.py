@@ -495,3 +495,16 @@ def main(A: T.Buffer((6, 4), "float32"), C: T.Buffer((6, 4), "float32")):
     sch = Schedule(func, debug=True)
     sch.cache_write(sch.get_block("B"), 0, "local")
     assert_same_numerics(func, sch.func)
+
+
+@pytest.mark.parametrize("kind", ["read", "write"])
+def test_reindex_inside_a_block_uses_the_outer_iter_var(kind):
+    """C indexes B and C with the outer block's `vi`, which stays in [0, 6): the copy is
+    in bounds and goes inside the outer block."""
+    func = _func(NESTED)
+    sch = Schedule(func, debug=True)
+    copy = sch.reindex(sch.get_block("C"), (kind, 0))
+    assert sch.get(sch.get_block("outer")).alloc_buffers[-1].name.endswith("_reindex")
+    assert sch.state.scope_block(sch.get(copy)).name_hint == "outer"
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)

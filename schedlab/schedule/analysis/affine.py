@@ -192,17 +192,14 @@ Digit = tuple[int, int, int, int]  # (coefficient, id(loop var), lower factor, e
 def affine_terms(expr, extents: dict[int, int]) -> tuple[list[Digit], list] | None:
     """`expr` as digits of the loops in `extents` (`v`, `v // c`, `v % c` with c dividing the
     extent, times positive constants; digits of extent 1 are the constant 0) plus the parts
-    free of those loops, kept as they are written (`f // 4 * 8` stays one part). None when
-    some part that uses the loops has another form."""
+    free of those loops (`f // 4 * 8`, outer loops and constants; a part that is a sum is
+    taken term by term). None when some part that uses the loops has another form."""
     digits: list[Digit] = []
     free: list = []
     return (digits, free) if _collect_terms(expr, 1, extents, digits, free) else None
 
 
 def _collect_terms(expr, scale: int, extents: dict[int, int], digits: list, free: list) -> bool:
-    if not uses_var(expr, lambda v: id(v) in extents):
-        free.append(expr if scale == 1 else expr * scale)
-        return True
     if isinstance(expr, Add):
         return _collect_terms(expr.a, scale, extents, digits, free) and _collect_terms(
             expr.b, scale, extents, digits, free
@@ -211,11 +208,15 @@ def _collect_terms(expr, scale: int, extents: dict[int, int], digits: list, free
         for factor, rest in ((expr.b, expr.a), (expr.a, expr.b)):
             if isinstance(factor, IntImm) and factor.value > 0:
                 return _collect_terms(rest, scale * factor.value, extents, digits, free)
-        return False
     digit = _digit(expr, extents)
-    if digit is not None and digit[2] > 1:  # a digit of extent 1 is the constant 0
-        digits.append((scale, *digit))
-    return digit is not None
+    if digit is not None:
+        if digit[2] > 1:  # a digit of extent 1 is the constant 0
+            digits.append((scale, *digit))
+        return True
+    if uses_var(expr, lambda v: id(v) in extents):
+        return False
+    free.append(expr if scale == 1 else expr * scale)
+    return True
 
 
 def _digit(expr, extents: dict[int, int]) -> tuple[int, int, int] | None:

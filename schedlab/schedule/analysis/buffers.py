@@ -296,7 +296,10 @@ def location_between(state: ScheduleState, scope: Block, writer: Block, related:
     common = 0
     while common < min(len(path_w), len(path_f)) and path_w[common] is path_f[common]:
         common += 1
-    depth = max(i for i in range(common) if isinstance(path_w[i], (For, Block)))
+    depths = [i for i in range(common) if isinstance(path_w[i], (For, Block))]
+    if not depths:  # pragma: no cover - both are under their scope block
+        raise CacheLocationError("the writer and the reader share no loop or block", [writer])
+    depth = depths[-1]
     loc = path_w[depth]
     if not _apart_in_body(loc, depth, path_w, path_f):
         raise CacheLocationError(

@@ -6,7 +6,8 @@ and its identity value: `match_reduction(block)` gives the reducer, the output e
 identity and the combined value (`rfactor` builds the partial and the final reduction from
 them). `check_reduction_block` raises the structural fact (TVM's IsReductionBlock, computed in
 stage_pipeline.py) as a NotReductionBlockError; `reduce_vars_in_output` is one of its parts that
-the parallelization checks reuse.
+the parallelization checks reuse. `check_runs_once_under` is decompose_reduction's condition for
+hoisting an init above a loop.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from schedlab.ir import op
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.dtype import DataType
 from schedlab.ir.functor import collect_vars, post_order_visit
-from schedlab.ir.stmt import Block, BufferStore, IterType
+from schedlab.ir.stmt import Block, BufferStore, For, IterType
 from schedlab.ir.structural import structural_equal
 
-from ..errors import NotReductionBlockError
+from ..errors import LocationError, NotReductionBlockError
 from ..state import ScheduleState
+from .affine import injective_binding_map
 from .stage_pipeline import reduction_block_violation
 
 
@@ -196,3 +198,62 @@ def reduce_vars_in_output(block: Block) -> list[str]:
 
 def _vars_in(items) -> list[E.Var]:
     return [var for item in items for var in collect_vars(item)]
+
+
+# -- hoisting an init ----------------------------------------------------------------------------
+class RepeatedReductionError(LocationError):
+    """Under the loop, the block runs its reduction more than once for the same output element
+    (a loop it does not depend on repeats it), so an init hoisted above would run too rarely."""
+
+
+def check_runs_once_under(state: ScheduleState, block: Block, loop: For, primitive: str) -> None:
+    """Raise RepeatedReductionError unless each instance of `block` runs at most once per
+    execution of `loop` (its iter values are a one-to-one map of the loops from `loop` down).
+
+    An init hoisted before `loop` runs once per iteration of the loops above it, where the
+    block's own init ran whenever its reduce iter vars were at their minimum: the two agree
+    only then. A loop under `loop` that the bindings do not use (extent > 1) repeats the whole
+    reduction, re-initialising it every time; a hoisted init would run once and the repeats
+    would accumulate into each other."""
+    result = injective_binding_map(state, block, loop)
+    if result:
+        return
+    loops = state.loops_above(block)
+    below = loops[next(i for i, x in enumerate(loops) if x is loop) :]
+    used = {id(v) for value in state.realize_of(block).iter_values for v in collect_vars(value)}
+    repeating = [x for x in below if id(x.loop_var) not in used and not _is_one(x.extent)]
+    name, where = block.name_hint, loop.loop_var.name
+    if repeating:
+        culprit = repeating[-1]
+        under = "" if culprit is loop else f" (under loop {where})"
+        why = (f"block {name!r} does not depend on loop {culprit.loop_var.name} of extent "
+               f"{culprit.extent}{under}: every iteration of {culprit.loop_var.name} repeats the "
+               f"whole reduction, starting with its init, so an init placed before {where} "
+               f"would run once where it ran {culprit.extent} times")  # fmt: skip
+    else:
+        why = (f"the iter values of block {name!r} may reach the same element more than once "
+               f"within one iteration of loop {where} ({'; '.join(result.errors)}), and each "
+               f"repeat of the reduction starts with its init; an init placed before {where} "
+               "would run only once")  # fmt: skip
+        culprit = loop
+    raise RepeatedReductionError(f"{primitive}: {why}; {_lower_loop_hint(state, block, below)}",
+                                 [loop, culprit, block])  # fmt: skip
+
+
+def _lower_loop_hint(state: ScheduleState, block: Block, below: list[For]) -> str:
+    """Where the init can go instead: the outermost loop under `below[0]` above which the
+    reduction runs once per iteration and which is not inside a loop of the reduction."""
+    realize = state.realize_of(block)
+    reduce_vars = {id(v) for iv, value in zip(block.iter_vars, realize.iter_values)
+                   if iv.iter_type == IterType.REDUCE for v in collect_vars(value)}  # fmt: skip
+    for loop in below[1:]:
+        if injective_binding_map(state, block, loop):
+            return f"place the init lower: loop {loop.loop_var.name} is the outermost loop " \
+                "where it can go"  # fmt: skip
+        if id(loop.loop_var) in reduce_vars:
+            break  # an init inside a loop of the reduction would run in every iteration
+    return "no loop above the block fits: the reduction repeats inside every one of them"
+
+
+def _is_one(expr) -> bool:
+    return isinstance(expr, E.IntImm) and expr.value == 1

@@ -69,9 +69,12 @@ def cache_read(ctx: PrimitiveContext, block: Block, read_buffer_index, storage_s
     The new buffer is allocated by the scope block (the root block, normally).
 
     Preconditions: `read_buffer_index` picks one of the block's reads (an int index into
-    `block.reads` or a buffer name); `storage_scope` is a known scope; at most one block of the
-    scope writes the buffer, and `block` is not it; each of `consumer_blocks` reads the buffer
-    in the same scope; every reader switched to the copy reads only elements the copy holds.
+    `block.reads` or a buffer name); `storage_scope` is a known scope; the block is not inside
+    another block's init (decompose_reduction first); at most one block of the scope writes
+    the buffer, and `block` is not it; each of `consumer_blocks` reads the buffer in the same
+    scope; the writer and the first reader are separate statements of a loop or block body
+    (not under one shared `if`); every reader switched to the copy reads only elements the
+    copy holds.
 
     Parameters: block -- a block reading the buffer; read_buffer_index -- int or name;
     storage_scope -- "shared", "local", ...; consumer_blocks -- the blocks that read the copy
@@ -162,10 +165,13 @@ def cache_write(ctx: PrimitiveContext, block: Block, write_buffer_index, storage
     The new buffer is allocated by the scope block.
 
     Preconditions: `write_buffer_index` picks one of the block's writes (an int index into
-    `block.writes` or a buffer name); `storage_scope` is a known scope; the block is the only
-    writer of the buffer in the scope; it does not read the buffer's previous contents (a
-    reduction with an init is fine); its writes fill their bounding box (no holes the copy
-    back would overwrite); each of `consumer_blocks` reads the buffer in the same scope.
+    `block.writes` or a buffer name); `storage_scope` is a known scope; the block is not inside
+    another block's init (decompose_reduction first); it is the only writer of the buffer in
+    the scope; it does not read the buffer's previous contents (a reduction with an init is
+    fine); it writes every element of the region it declares, unconditionally (no holes, no
+    `if` around it or its stores, no predicate that skips elements inside the buffer), so the
+    copy back overwrites nothing with garbage; each of `consumer_blocks` reads the buffer in
+    the same scope.
 
     Parameters: block -- the writer; write_buffer_index -- int or name; storage_scope --
     "local", "shared", ...; consumer_blocks -- readers that read the cache directly instead of

@@ -24,6 +24,7 @@ from schedlab.ir.structural import structural_equal
 from ..analysis.buffer_writes import covers_domain, store_sites
 from ..analysis.buffers import (
     check_not_in_init,
+    enclosing_analyzer,
     free_of,
     loop_and_iter_vars,
     reads_old_contents,
@@ -47,10 +48,14 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index, buffer_index_type
     the block's loop nest (a read) or back out just after it (a write).
 
     Preconditions: `buffer_index` is `("read", i)`, `("write", i)` or a buffer name; the block
-    is a leaf (no nested blocks) and the only statement under its loops; every access to the
-    buffer in it uses the same indices, which stay inside the buffer for the whole iteration
-    domain; a read-reindexed buffer is not also written by the block; a write-reindexed one
-    is not read for its previous contents (a reduction with an init is fine).
+    is a leaf (no nested blocks), not inside another block's init, and the only statement
+    under its loops, with no loop of its scope around them (an `if` around them is fine: the
+    stage goes under it too); every access to the buffer in it uses the same indices, in the
+    block's iter vars, which stay inside the buffer for the whole iteration domain; a
+    read-reindexed buffer is not also written by the block; a write-reindexed one is not read
+    for its previous contents (a reduction with an init is fine), is stored unconditionally,
+    and the loops run the iter vars it uses over their whole domains (the copy back covers
+    them).
 
     Parameters: block -- the block; buffer_index -- which of its buffers; buffer_index_type --
     "read" or "write" (or TVM's 0 / 1) when buffer_index is a plain int, as TVM's ReIndex
@@ -100,7 +105,7 @@ def reindex(ctx: PrimitiveContext, block: Block, buffer_index, buffer_index_type
     _check_leaf(block)
     indices = _unique_indices(block, buffer)
     _check_direction(block, buffer, kind)
-    _check_in_bounds(block, buffer, indices)
+    _check_in_bounds(state, block, buffer, indices)
     covered = [iv for iv in block.iter_vars if _uses(indices, iv.var)]
     top = _top_of_nest(state, scope, block)
     if kind == "write":
@@ -234,11 +239,11 @@ def _check_direction(block: Block, buffer: Buffer, kind: str) -> None:
         )
 
 
-def _check_in_bounds(block: Block, buffer: Buffer, indices) -> None:
+def _check_in_bounds(state: ScheduleState, block: Block, buffer: Buffer, indices) -> None:
     """The copy runs over the whole iteration domain without the block's conditions, so every
     index must stay in the buffer there (a padding block reading `A[i - 1]` under a guard
-    would not)."""
-    analyzer = Analyzer()
+    would not). Iter vars of enclosing blocks stay in their domains."""
+    analyzer = enclosing_analyzer(state, block, [])
     for iv in block.iter_vars:
         analyzer.bind(iv.var, iv.dom, allow_override=True)
     for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):

@@ -26,8 +26,13 @@ from schedlab.ir.stmt import (
     SeqStmt,
 )
 
-from ..analysis.affine import injective_binding_map
-from ..analysis.reduction import ReductionUpdate, check_reduction_block, match_reduction
+from ..analysis.reduction import (
+    ReductionUpdate,
+    RepeatedReductionError,
+    check_reduction_block,
+    check_runs_once_under,
+    match_reduction,
+)
 from ..errors import (
     DependencyError,
     LocationError,
@@ -50,11 +55,6 @@ class LoopPositionError(LocationError):
 
 class LoopHeightError(LocationError):
     """The loop is inside a loop of the block's reduction, where the init cannot go."""
-
-
-class RepeatedReductionError(LocationError):
-    """Under the loop, the block runs its reduction more than once for the same output element
-    (a loop it does not depend on repeats it), so an init hoisted above would run too rarely."""
 
 
 class RFactorLoopError(ScheduleError):
@@ -132,7 +132,7 @@ def decompose_reduction(ctx: PrimitiveContext, block: Block, loop: For):
     check_reduction_block(state, block)
     realize = state.realize_of(block)
     _check_loop_height(block, realize, loops, position)
-    _check_runs_once(state, block, realize, loops, position)
+    check_runs_once_under(state, block, loops[position], "decompose_reduction")
     init_nest, init_block = _init_nest(block, realize, loops[position:])
     update = block.replace(name_hint=f"{block.name_hint}_update", init=None,
                            reads=_update_reads(block))  # fmt: skip
@@ -169,59 +169,6 @@ def _check_loop_height(block: Block, realize: BlockRealize, loops: list[For], po
                     f"reduction (choose {var.name} or a loop above it)",
                     [loops[position], loops[index]],
                 )  # fmt: skip
-
-
-def _check_runs_once(state, block: Block, realize: BlockRealize, loops: list[For],
-                     position: int) -> None:  # fmt: skip
-    """The init runs once per iteration of the loops above `loop`, where the block's own init
-    ran whenever its reduce iter vars were at their minimum: the two agree only when each block
-    instance runs at most once per execution of `loop`. A loop under `loop` that the bindings
-    do not use (extent > 1) repeats the whole reduction, re-initialising it every time; a
-    hoisted init would run once and the repeats would accumulate into each other."""
-    result = injective_binding_map(state, block, loops[position])
-    if result:
-        return
-    used = {id(v) for value in realize.iter_values for v in collect_vars(value)}
-    repeating = [x for x in loops[position:]
-                 if id(x.loop_var) not in used and not _is_one(x.extent)]  # fmt: skip
-    name, where = block.name_hint, loops[position].loop_var.name
-    if repeating:
-        culprit = repeating[-1]
-        under = "" if culprit is loops[position] else f" (under loop {where})"
-        why = (f"block {name!r} does not depend on loop {culprit.loop_var.name} of extent "
-               f"{culprit.extent}{under}: every iteration of "
-               f"{culprit.loop_var.name} repeats the whole reduction, starting with its init, "
-               f"so an init placed before {where} would run once where it ran "
-               f"{culprit.extent} times")  # fmt: skip
-    else:
-        why = (f"the iter values of block {name!r} may reach the same element more than once "
-               f"within one iteration of loop {where} ({'; '.join(result.errors)}), and each "
-               f"repeat of the reduction starts with its init; an init placed before {where} "
-               "would run only once")  # fmt: skip
-        culprit = loops[position]
-    hint = _lower_position_hint(state, block, realize, loops, position)
-    raise RepeatedReductionError(f"decompose_reduction: {why}; {hint}",
-                                 [loops[position], culprit, block])  # fmt: skip
-
-
-def _lower_position_hint(state, block: Block, realize: BlockRealize, loops: list[For],
-                         position: int) -> str:  # fmt: skip
-    """Where the init can go instead: the outermost loop below `loops[position]` above which
-    the reduction runs once per iteration and which is not inside a reduction loop."""
-    index_of = {id(x.loop_var): i for i, x in enumerate(loops)}
-    reduce_loops = [index_of[id(v)] for iv, value in zip(block.iter_vars, realize.iter_values)
-                    if iv.iter_type == IterType.REDUCE for v in collect_vars(value)
-                    if id(v) in index_of]  # fmt: skip
-    highest = min(reduce_loops, default=len(loops) - 1)
-    for index in range(position + 1, highest + 1):
-        if injective_binding_map(state, block, loops[index]):
-            return f"place the init lower: loop {loops[index].loop_var.name} is the outermost " \
-                "loop where it can go"  # fmt: skip
-    return "no loop above the block fits: the reduction repeats inside every one of them"
-
-
-def _is_one(expr) -> bool:
-    return isinstance(expr, E.IntImm) and expr.value == 1
 
 
 def _init_nest(block: Block, realize: BlockRealize, below: list[For]):
