@@ -1,2 +1,26 @@
-"""The graph IR (Relax style): operators with shape inference and legalization to tensor
-expressions. The IR nodes, passes, pipelines and the VM build on the operator registry."""
+"""The graph IR (Relax style): struct info, expressions and bindings, the BlockBuilder, the
+`R` construction namespace, and operators with shape inference and legalization to tensor
+expressions (`schedlab.relax.op`). Passes, pipelines and the VM build on these."""
+
+from . import op
+from ._namespace import R, call, const
+from .block_builder import BlockBuilder, BlockBuilderError, call_tir
+from .expr import (
+    Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar,
+    If, MatchCast, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem, Var,
+    VarBinding,
+)  # fmt: skip
+from .infer import GraphTypeError, infer_struct_info
+from .struct_info import (
+    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
+    TensorStructInfo, TupleStructInfo,
+)  # fmt: skip
+
+__all__ = [
+    "op", "R", "call", "const", "BlockBuilder", "BlockBuilderError", "call_tir", "Binding",
+    "BindingBlock", "Call", "Constant", "DataflowBlock", "DataflowVar", "Expr", "Function",
+    "GlobalVar", "If", "MatchCast", "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple",
+    "TupleGetItem", "Var", "VarBinding", "GraphTypeError", "infer_struct_info",
+    "FuncStructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "StructInfo",
+    "TensorStructInfo", "TupleStructInfo",
+]  # fmt: skip

@@ -10,8 +10,15 @@ from schedlab import te
 from schedlab.ir import op as tir
 from schedlab.ir.dtype import DataType
 
-from ._common import broadcast_index, broadcast_shapes, fail, float_dtype, normalize_axis
-from ._common import known_shape, same_dtype
+from ._common import (
+    broadcast_index,
+    broadcast_shapes,
+    fail,
+    float_dtype,
+    known_shape,
+    normalize_axis,
+    same_dtype,
+)
 from .registry import REQUIRED, TensorInfo, register_op
 
 # --------------------------------------------------------------------------- binary (broadcast)

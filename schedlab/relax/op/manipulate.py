@@ -9,8 +9,19 @@ from schedlab import te
 from schedlab.ir import op as tir
 from schedlab.ir.expr import PrimExpr
 
-from ._common import broadcast_index, broadcast_shapes, fail, int_list, known_shape
-from ._common import normalize_axes, normalize_axis, product, same_dim, same_dtype, static_value
+from ._common import (
+    broadcast_index,
+    broadcast_shapes,
+    fail,
+    int_list,
+    known_shape,
+    normalize_axes,
+    normalize_axis,
+    product,
+    same_dim,
+    same_dtype,
+    static_value,
+)
 from .registry import REQUIRED, TensorInfo, register_op
 
 
@@ -322,7 +333,7 @@ def _split_legalize(inputs: list, attrs: dict) -> tuple:
 
 
 _register("split", _split_infer, _split_legalize, {"indices_or_sections": REQUIRED, "axis": 0},
-          doc="Pieces along `axis`: n equal sections, or cut at the given indices (a tuple).")  # fmt: skip
+          doc="Pieces along `axis`: n equal sections, or cut at the given indices.")  # fmt: skip
 
 # ------------------------------------------------------------------------------ strided_slice
 
@@ -373,7 +384,7 @@ def _slice_legalize(inputs: list, attrs: dict):
 _register("strided_slice", _slice_infer, _slice_legalize,
           {"axes": None, "begin": REQUIRED, "end": REQUIRED, "strides": None,
            "assume_inbound": False},
-          doc="x[begin:end:stride] on `axes`; out-of-range bounds clamp like numpy/ONNX.")  # fmt: skip
+          doc="x[begin:end:stride] on `axes`; bounds clamp like numpy/ONNX.")  # fmt: skip
 
 # ----------------------------------------------------------------------- broadcast_to / tile
 
@@ -495,7 +506,7 @@ def _gather_infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
     x, indices = inputs
     _index_dtype_check(name, inputs, indices)
     if x.ndim != indices.ndim:
-        raise fail(name, inputs, f"data and indices must have the same rank")
+        raise fail(name, inputs, "data and indices must have the same rank")
     normalize_axis(name, inputs, attrs["axis"], x.ndim)
     return TensorInfo(indices.shape, x.dtype)
 
@@ -512,7 +523,7 @@ def _gather_legalize(inputs: list, attrs: dict):
 
 
 _register("gather_elements", _gather_infer, _gather_legalize, {"axis": 0}, num_inputs=2,
-          doc="out[i][j][k] = x[indices[i][j][k]][j][k] for axis 0 (ONNX GatherElements).")  # fmt: skip
+          doc="out[i][j] = x[indices[i][j]][j] for axis 0 (ONNX GatherElements).")  # fmt: skip
 
 # ---------------------------------------------------------------------------------------- pad
 
@@ -591,5 +602,6 @@ for _name, _fixed in (("full", None), ("zeros", 0), ("ones", 1)):
     _attrs = {"shape": REQUIRED, "dtype": "float32"}
     if _fixed is None:
         _attrs["fill_value"] = REQUIRED
+    _fill = "fill_value" if _fixed is None else _fixed
     _register(_name, *_creation(f"relax.{_name}", _fixed), _attrs, num_inputs=0,
-              doc=f"A new tensor of `shape` and `dtype` filled with {_fixed if _fixed is not None else 'fill_value'}.")  # fmt: skip
+              doc=f"A new tensor of `shape` and `dtype` filled with {_fill}.")  # fmt: skip

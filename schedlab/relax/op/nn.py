@@ -16,7 +16,7 @@ from ._nn_common import (
     as_dtype, check_nonempty, check_rank, dims_differ, extent, fail, ints, out_dtype, pad,
     paddings, positive, static,
 )  # fmt: skip
-from .registry import TensorInfo, register_op
+from .registry import REQUIRED, TensorInfo, register_op
 
 _LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW")}
 
@@ -226,4 +226,201 @@ register_op(
     legalize=legalize_dropout,
     attrs={"rate": 0.5},
     doc="Dropout at inference: the identity. Returns the tensor only (TVM: (tensor, mask)).",
+)
+
+
+def _pool_params(name: str, inputs, attrs: dict) -> dict:
+    p = {
+        "pool_size": ints(name, "pool_size", attrs["pool_size"], 2),
+        "strides": ints(name, "strides", attrs["strides"], 2),
+        "dilation": ints(name, "dilation", attrs["dilation"], 2),
+    }
+    for key in p:
+        positive(name, key, p[key])
+    p["before"], p["after"] = paddings(name, attrs["padding"], 2)
+    layout = (attrs["layout"], attrs.get("out_layout") or attrs["layout"])
+    if layout != ("NCHW", "NCHW"):
+        raise fail(name, inputs, f"only layout=NCHW is supported, got {layout[0]} "
+                   f"(out_layout {layout[1]})")  # fmt: skip
+    return p
+
+
+def make_pool_infer(name: str):
+    def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
+        """(N, C, H, W) -> (N, C, OH, OW); ceil_mode rounds the window count up (as TVM)."""
+        check_rank(name, inputs, 0, (4,), "data")
+        p = _pool_params(name, inputs, attrs)
+        data = inputs[0].shape
+        out = [
+            extent(s, k, st, b, a, d, ceil=bool(attrs["ceil_mode"]))
+            for s, k, st, b, a, d in zip(data[2:], p["pool_size"], p["strides"], p["before"],
+                                         p["after"], p["dilation"])
+        ]  # fmt: skip
+        check_nonempty(name, inputs, out)
+        return TensorInfo((*data[:2], *out), inputs[0].dtype)
+
+    return infer
+
+
+def _pool_window(data: te.Tensor, attrs: dict, name: str, fill):
+    """The padded input (ceil mode pads `stride - 1` more after), the window reduce axes and
+    the padded-input index of tap (ry, rx) for output (y, x)."""
+    info = [TensorInfo(data.shape, data.dtype)]
+    p = _pool_params(name, info, attrs)
+    shape = make_pool_infer(name)(info, attrs).shape
+    extra = [s - 1 if attrs["ceil_mode"] else 0 for s in p["strides"]]
+    after = [a + e for a, e in zip(p["after"], extra)]
+    padded = pad(data, (0, 0, *p["before"]), (0, 0, *after), value=fill)
+    taps = [te.reduce_axis((0, k), name=n) for k, n in zip(p["pool_size"], ("ry", "rx"))]
+
+    def position(axis: int, out_index):
+        return out_index * p["strides"][axis] + taps[axis] * p["dilation"][axis]
+
+    return p, shape, padded, taps, position
+
+
+def legalize_max_pool2d(inputs: list, attrs: dict) -> te.Tensor:
+    data = inputs[0]
+    fill = te.min_value(data.dtype).value
+    _, shape, padded, taps, at = _pool_window(data, attrs, "relax.nn.max_pool2d", fill)
+
+    def body(n, c, y, x):
+        return te.max(padded[n, c, at(0, y), at(1, x)], axis=taps)
+
+    return te.compute(shape, body, name="pool_max")
+
+
+def _window_count(p: dict, sizes, shape, taps, at, include_pad: bool) -> te.Tensor:
+    """How many taps of each output's window count toward the average: inside the input, or
+    inside the input plus its declared padding (count_include_pad)."""
+
+    def inside(axis: int, out_index):
+        pos = at(axis, out_index) - p["before"][axis]  # position in unpadded coordinates
+        lo = -p["before"][axis] if include_pad else 0
+        hi = sizes[axis] + (p["after"][axis] if include_pad else 0)
+        return op.all(pos >= lo, pos < hi)
+
+    def body(n, c, y, x):
+        valid = op.all(inside(0, y), inside(1, x))
+        return te.sum(op.select(valid, op.const(1, "int32"), op.const(0, "int32")), axis=taps)
+
+    return te.compute(shape, body, name="pool_count")
+
+
+def legalize_avg_pool2d(inputs: list, attrs: dict) -> te.Tensor:
+    data = inputs[0]
+    name = "relax.nn.avg_pool2d"
+    p, shape, padded, taps, at = _pool_window(data, attrs, name, 0.0)
+    total = te.compute(
+        shape, lambda n, c, y, x: te.sum(padded[n, c, at(0, y), at(1, x)], axis=taps),
+        name="pool_sum",
+    )  # fmt: skip
+    count_taps = [te.reduce_axis((0, k), name=f"c{n}") for k, n in zip(p["pool_size"], "yx")]
+
+    def at_count(axis, out_index):
+        return out_index * p["strides"][axis] + count_taps[axis] * p["dilation"][axis]
+
+    count = _window_count(p, data.shape[2:], shape, count_taps, at_count,
+                          bool(attrs["count_include_pad"]))  # fmt: skip
+
+    def average(n, c, y, x):
+        divisor = op.cast(op.max(count[n, c, y, x], op.const(1, "int32")), data.dtype)
+        return total[n, c, y, x] / divisor
+
+    return te.compute(shape, average, name="pool_avg")
+
+
+def _adaptive_output(name: str, inputs, attrs: dict) -> tuple:
+    size = attrs["output_size"]
+    if size is None:
+        return tuple(inputs[0].shape[2:])
+    return ints(name, "output_size", size, 2)
+
+
+def infer_adaptive_avg_pool2d(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
+    """(N, C, H, W) -> (N, C, *output_size); output_size None keeps (H, W)."""
+    name = "relax.nn.adaptive_avg_pool2d"
+    check_rank(name, inputs, 0, (4,), "data")
+    layout = (attrs["layout"], attrs.get("out_layout") or attrs["layout"])
+    if layout != ("NCHW", "NCHW"):
+        raise fail(name, inputs, f"only layout=NCHW is supported, got {layout}")
+    out = _adaptive_output(name, inputs, attrs)
+    if any(static(op.convert(o)) is not None and static(op.convert(o)) < 1 for o in out):
+        raise fail(name, inputs, f"output_size must be >= 1, got {out}")
+    return TensorInfo((*inputs[0].shape[:2], *out), inputs[0].dtype)
+
+
+def _adaptive_window(name: str, size, out: int) -> int | None:
+    """The largest window of adaptive pooling along one axis (start floor(i*size/out), end
+    ceil((i+1)*size/out)); the whole axis when out == 1; None when it cannot be known."""
+    if out == 1:
+        return size
+    size = static(op.convert(size))
+    if size is None:
+        return None
+    return max(-(-(i + 1) * size // out) - i * size // out for i in range(out))
+
+
+def legalize_adaptive_avg_pool2d(inputs: list, attrs: dict) -> te.Tensor:
+    data = inputs[0]
+    name = "relax.nn.adaptive_avg_pool2d"
+    info = [TensorInfo(data.shape, data.dtype)]
+    shape = infer_adaptive_avg_pool2d(info, attrs).shape
+    outs = [static(o) for o in shape[2:]]
+    windows = [_adaptive_window(name, s, o) for s, o in zip(data.shape[2:], outs)]
+    if None in outs or None in windows:
+        raise fail(name, info, "legalization needs static sizes unless output_size is 1")
+    taps = [te.reduce_axis((0, w), name=n) for w, n in zip(windows, ("ry", "rx"))]
+
+    def bounds(axis: int, index):
+        size = data.shape[2 + axis]
+        start = op.floordiv(index * size, outs[axis])
+        end = op.floordiv((index + 1) * size + outs[axis] - 1, outs[axis])
+        return start, end
+
+    def total(n, c, y, x):
+        (y0, y1), (x0, x1) = bounds(0, y), bounds(1, x)
+        yy, xx = y0 + taps[0], x0 + taps[1]
+        valid = op.all(yy < y1, xx < x1)
+        zero = op.const(0, data.dtype)
+        return te.sum(op.if_then_else(valid, data[n, c, yy, xx], zero), axis=taps)
+
+    summed = te.compute(shape, total, name="adaptive_pool_sum")
+
+    def average(n, c, y, x):
+        (y0, y1), (x0, x1) = bounds(0, y), bounds(1, x)
+        return summed[n, c, y, x] / op.cast((y1 - y0) * (x1 - x0), data.dtype)
+
+    return te.compute(shape, average, name="adaptive_pool_avg")
+
+
+_POOL_ATTRS = {"pool_size": REQUIRED, "strides": 1, "padding": 0, "dilation": 1,
+               "ceil_mode": False, "count_include_pad": False, "layout": "NCHW",
+               "out_layout": None}  # fmt: skip
+register_op(
+    "relax.nn.max_pool2d",
+    num_inputs=1,
+    pattern="out_ewise_fusable",
+    infer=make_pool_infer("relax.nn.max_pool2d"),
+    legalize=legalize_max_pool2d,
+    attrs=_POOL_ATTRS,
+    doc="2-D max pooling, NCHW; padded positions never win.",
+)
+register_op(
+    "relax.nn.avg_pool2d",
+    num_inputs=1,
+    pattern="out_ewise_fusable",
+    infer=make_pool_infer("relax.nn.avg_pool2d"),
+    legalize=legalize_avg_pool2d,
+    attrs=_POOL_ATTRS,
+    doc="2-D average pooling, NCHW; count_include_pad counts declared padding in the divisor.",
+)
+register_op(
+    "relax.nn.adaptive_avg_pool2d",
+    num_inputs=1,
+    pattern="out_ewise_fusable",
+    infer=infer_adaptive_avg_pool2d,
+    legalize=legalize_adaptive_avg_pool2d,
+    attrs={"output_size": None, "layout": "NCHW", "out_layout": None},
+    doc="Adaptive average pooling to output_size (global average pooling: output_size=1).",
 )
