@@ -91,25 +91,48 @@ class _RNamespace:
         return X.StringImm(value)
 
     def __getattr__(self, name: str):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        from schedlab.relax.op import list_ops
-
-        op_name = f"relax.{name}"
-        if op_name not in list_ops():
-            raise AttributeError(f"R.{name}: no operator {op_name!r} is registered")
-
-        def make(*args, **attrs) -> X.Call:
-            return call(op_name, *args, **attrs)
-
-        make.__name__ = make.__qualname__ = name
-        return make
+        return _op_attr("relax.", name)
 
     def __dir__(self):
-        from schedlab.relax.op import list_ops
+        return sorted(set(super().__dir__()) | set(_op_names("relax.")))
 
-        ops = [n[len("relax.") :] for n in list_ops() if n.startswith("relax.")]
-        return sorted(set(super().__dir__()) | set(ops))
+
+class _OpGroup:
+    """`R.nn`: constructors of the operators named "relax.nn.<name>"."""
+
+    def __init__(self, prefix: str):
+        self._prefix = prefix
+
+    def __getattr__(self, name: str):
+        return _op_attr(self._prefix, name)
+
+    def __dir__(self):
+        return _op_names(self._prefix)
+
+
+def _op_names(prefix: str) -> list[str]:
+    from schedlab.relax.op import list_ops
+
+    return sorted({n[len(prefix) :].split(".")[0] for n in list_ops() if n.startswith(prefix)})
+
+
+def _op_attr(prefix: str, name: str):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    from schedlab.relax.op import list_ops
+
+    op_name = f"{prefix}{name}"
+    ops = list_ops()
+    if op_name not in ops:
+        if any(n.startswith(op_name + ".") for n in ops):
+            return _OpGroup(op_name + ".")
+        raise AttributeError(f"{prefix[:-1]}: no operator {op_name!r} is registered")
+
+    def make(*args, **attrs) -> X.Call:
+        return call(op_name, *args, **attrs)
+
+    make.__name__ = make.__qualname__ = name
+    return make
 
 
 R = _RNamespace()

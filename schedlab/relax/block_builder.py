@@ -142,7 +142,7 @@ class BlockBuilder:
         """`expr` with its struct info inferred (cached on the node). Errors name the binding."""
         if not isinstance(expr, X.Expr):
             raise TypeError(f"binding {binding!r}: expected a graph expression, got {expr!r}")
-        if "_sinfo" in expr.__dict__:
+        if "_sinfo" in expr.__dict__ or isinstance(expr, (X.Var, X.Constant, X.GlobalVar)):
             return expr
         try:
             sinfo = infer_struct_info(expr, self._functions)

@@ -40,6 +40,8 @@ def infer_struct_info(expr: X.Expr, functions: Mapping | None = None) -> StructI
         return PrimStructInfo(expr.value.dtype)
     if isinstance(expr, X.If):
         return expr.true_branch.struct_info
+    if type(expr)._infer_struct_info is not X.Expr._infer_struct_info:
+        return expr._infer_struct_info()  # variables, constants, SeqExpr, Function
     return ObjectStructInfo()
 
 

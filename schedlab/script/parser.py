@@ -95,6 +95,10 @@ def _parse(source: _Source) -> PrimFunc | IRModule:
         raise source.syntax_error(err) from None
     except ValueError as err:  # e.g. null bytes
         raise ScriptError(f"invalid script text: {err}") from None
+    from . import relax_parser  # graph functions (`@R.function`) have their own parser
+
+    if relax_parser.uses_relax(tree):
+        return relax_parser.RelaxParser(source).top_level(tree)
     return Parser(source).top_level(tree)
 
 

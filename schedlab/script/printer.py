@@ -52,6 +52,10 @@ def script(
     the lines of the given loops/blocks with `^^^` (for error messages; the marked text no
     longer parses); `print_line_numbers` prefixes each line with its number.
     """
+    from . import relax_printer  # graph-IR nodes and modules holding graph functions
+
+    if relax_printer.is_graph_module(node) or _is_graph_node(node):
+        return relax_printer.script(node, show_header=show_header, indent_spaces=indent_spaces)
     printer = PS.StmtPrinter(indent_spaces, underline)
     if isinstance(node, IRModule):
         lines = _module(node, printer, show_header)
@@ -67,6 +71,12 @@ def script(
         width = len(str(len(lines)))
         lines = [f"{k:>{width}} {line}".rstrip() for k, line in enumerate(lines, 1)]
     return "\n".join(lines)
+
+
+def _is_graph_node(node) -> bool:
+    from schedlab.relax.expr import is_graph_node
+
+    return is_graph_node(node)
 
 
 def to_html(node: Node) -> str:

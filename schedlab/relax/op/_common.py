@@ -106,8 +106,8 @@ def normalize_axes(op: str, inputs, axes, ndim: int, what: str = "axis") -> list
     """A list of distinct non-negative axes (None: every axis; an int: one axis)."""
     if axes is None:
         return list(range(ndim))
-    if isinstance(axes, int):
-        axes = [axes]
+    if not isinstance(axes, (list, tuple)):
+        axes = [axes]  # one axis; normalize_axis rejects non-ints
     result = [normalize_axis(op, inputs, a, ndim, what) for a in axes]
     if len(set(result)) != len(result):
         raise fail(op, inputs, f"{what} has repeated axes: {list(axes)}")

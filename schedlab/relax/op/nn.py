@@ -93,7 +93,8 @@ def make_conv_legalize(rank: int):
         info = [TensorInfo(data.shape, data.dtype), TensorInfo(weight.shape, weight.dtype)]
         shape = make_conv_infer(rank)(info, attrs).shape
 
-        def body(n, f, *positions):
+        def body(*indices):
+            n, f, *positions = indices
             channel = rc if groups == 1 else op.floordiv(f, cog) * cig + rc
             window = [
                 pos * s + t * d
@@ -144,7 +145,8 @@ def _dilate_pad(data: te.Tensor, weight: te.Tensor, p: dict, shape) -> te.Tensor
     lows = [d * (k - 1) - b for k, b, d in zip(weight.shape[2:], p["before"], p["dilation"])]
     sizes = [o + d * (k - 1) for o, k, d in zip(shape[2:], weight.shape[2:], p["dilation"])]
 
-    def element(n, c, *positions):
+    def element(*indices):
+        n, c, *positions = indices
         guards, source = [], []
         for pos, lo, s, size in zip(positions, lows, p["strides"], data.shape[2:]):
             q = pos - lo

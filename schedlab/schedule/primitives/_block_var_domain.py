@@ -85,7 +85,10 @@ def solve_dimension(provided: IntervalSet, required: IntervalSet, dim_max, iter_
     extent = analyzer.simplify(high - low + 1)
     linear = _linear(low, var, analyzer)
     if linear is not None and isinstance(extent, E.IntImm):
-        return _linear_dimension(var, linear, extent.value, required, dim_max, analyzer, cover)
+        solved = _linear_dimension(var, linear, extent.value, required, dim_max, analyzer, cover)
+        if cover:
+            return solved
+        return _with_guarded_instances(solved, iter_vars[id(var)], required, dim_max, analyzer)
     if extent_is_one(extent):
         return _divmod_dimension(low, var, required, dim_max, analyzer)
     raise UnsolvableDomainError(f"index range {low}:{high} + 1 is not an affine function of {var}")
@@ -127,6 +130,32 @@ def _linear_dimension(var, linear, extent: int, required, dim_max, analyzer, cov
     return var, IntervalSet(low, high), bound
 
 
+def _with_guarded_instances(solved, iv: IterVar, required, dim_max, analyzer):
+    """reverse_compute_at: the instances of `iv` whose read falls outside the buffer (a guarded
+    read, as padding's `if_then_else`) read nothing a producer writes, yet they must still run
+    once (padding writes its border there). They go with the iteration whose required region
+    starts (ends) at the buffer's edge; when that iteration cannot be told apart statically the
+    move is refused rather than silently dropping them."""
+    var, dom, read_bound = solved
+    full = IntervalSet.from_range(iv.dom, analyzer)
+    low, high = dom.min, dom.max
+    if not analyzer.can_prove(full.min >= read_bound.min):
+        low = full.min if analyzer.can_prove(required.min <= 0) else _refuse(iv, "first")
+    if not analyzer.can_prove(full.max <= read_bound.max):
+        at_end = analyzer.can_prove(required.max >= dim_max)
+        high = full.max if at_end else _refuse(iv, "last")
+    return var, IntervalSet(low, high), full
+
+
+def _refuse(iv: IterVar, which: str):
+    raise UnsolvableDomainError(
+        f"some instances of {iv.var.name} read outside the buffer (a guarded read, such as "
+        f"padding) and must run at the iteration that produces the {which} element, which "
+        f"cannot be determined statically here; move the block under an outer loop that "
+        f"produces the whole dimension"
+    )
+
+
 def _divmod_dimension(low, var, required, dim_max, analyzer):
     if isinstance(low, E.FloorDiv) and low.a is var and isinstance(low.b, E.IntImm):
         f = low.b.value
@@ -160,7 +189,7 @@ def block_var_domains(
             except UnsolvableDomainError as err:
                 raise UnsolvableDomainError(
                     f"cannot derive the iteration domain of block {block.name_hint!r} from its "
-                    f"access to {buffer.name} (dimension {dim}): {err}",
+                    f"access to {buffer.name} (dimension {dim}): {err.reason}",
                     [block],
                 ) from None
             if solved is not None:

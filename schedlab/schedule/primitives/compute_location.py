@@ -358,7 +358,9 @@ def _check_new_region(block, nest, provided, required, buffers, loop, analyzer, 
         buffer = buffers[key]
         touched = [_relax_interval(interval, dom, analyzer) for interval in region]
         needed = union(required[key], analyzer)
-        if not reverse:
+        if reverse:  # reads outside the buffer are guarded (padding): they never execute
+            touched = clip_to_buffer(touched, buffer, analyzer)
+        else:
             needed = clip_to_buffer(needed, buffer, analyzer)
         ok = covers(needed, touched, analyzer) if reverse else covers(touched, needed, analyzer)
         if not ok:
@@ -461,7 +463,8 @@ def _replayed(decision, indices: list[int]) -> int:
     position = bisect_left(indices, decision)
     if position < len(indices) and indices[position] == decision:
         return position
-    return max(position - 1, indices.index(-1))
+    root = indices.index(-1) if -1 in indices else 0  # "stay at root" is always a candidate
+    return max(position - 1, root)
 
 
 def collect_compute_locations(state: ScheduleState, block: Block) -> list[tuple[int, Block | For]]:
@@ -475,11 +478,7 @@ def collect_compute_locations(state: ScheduleState, block: Block) -> list[tuple[
     block_consumers = consumers(state, block)
     if not block_consumers:
         return locations
-    boundary = _lowest_common_ancestor(state, block_consumers)
-    if not isinstance(boundary, For):
-        return locations
-    loops = state.loops_above(block_consumers[0])
-    candidates = loops[: [loop.uid for loop in loops].index(boundary.uid) + 1]
+    candidates = _loops_around_all(state, block_consumers)
     for position, loop in _candidate_loops(state, candidates):
         if _legal(compute_at_impl, state, block, loop, True, -1, False):
             locations.append((position, loop))
@@ -531,17 +530,15 @@ def _uses(expr, var) -> int:
     return len(hits)
 
 
-def _lowest_common_ancestor(state: ScheduleState, blocks: list[Block]):
-    """The innermost loop or block enclosing all `blocks` (for one block: its parent)."""
-    if len(blocks) == 1:
-        return state.sref_parent(blocks[0])
-    paths = [[a for a in state.ancestors(b) if isinstance(a, (For, Block))] for b in blocks]
-    common = None
-    for nodes in zip(*paths):
-        if any(node is not nodes[0] for node in nodes):
+def _loops_around_all(state: ScheduleState, blocks: list[Block]) -> list[For]:
+    """The loops above `blocks[0]` (outermost first) down to the innermost one that encloses
+    every block: where the blocks meet (empty when they meet only at the scope block)."""
+    loops = []
+    for loop in state.loops_above(blocks[0]):
+        if not all(state.is_ancestor(loop, block) for block in blocks[1:]):
             break
-        common = nodes[0]
-    return common
+        loops.append(loop)
+    return loops
 
 
 def _legal(impl, state, *args) -> bool:

@@ -13,6 +13,8 @@ from ..instruction import PrimitiveContext, primitive
 def get_block(ctx: PrimitiveContext, name: str, func_name: str | None = None):
     """Find the block named `name` (in function `func_name`, or in any function).
 
+    Preconditions: exactly one block has that name (in that function, when given).
+
     As in TVM, a module holding a single function answers to `func_name="main"` whatever the
     function's own name, so traces recorded by TVM replay here.
 
@@ -48,6 +50,8 @@ def _all_blocks(state):
 def get_loops(ctx: PrimitiveContext, block: Block):
     """The loops above `block` inside its scope, outermost first.
 
+    Preconditions: `block` is a block handle.
+
     >>> sch = Schedule(workloads.get("gemm", M=4, N=4, K=4)[0])
     >>> [sch.get(l).loop_var.name for l in sch.get_loops(sch.get_block("C"))]
     ['i', 'j', 'k']
@@ -58,21 +62,43 @@ def get_loops(ctx: PrimitiveContext, block: Block):
 
 @primitive("GetChildBlocks", inputs=("block_or_loop",), outputs="blocks", pure=True)
 def get_child_blocks(ctx: PrimitiveContext, block_or_loop: Block | For):
-    """The blocks directly under a block or loop (not nested inside other blocks), in order."""
+    """The blocks under a block or loop that are not nested inside other blocks, in order.
+
+    Preconditions: `block_or_loop` is a block or loop handle.
+
+    >>> sch = Schedule(workloads.get("matmul_bias_relu", M=4, N=4, K=4)[0])
+    >>> root = sch.get_child_blocks(sch.get_block("root"))
+    >>> [sch.get(b).name_hint for b in root]
+    ['matmul', 'T_relu']
+    """
     _expect(block_or_loop, (Block, For), "block_or_loop", "get_child_blocks")
     return ctx.state, ctx.state.child_blocks(block_or_loop)
 
 
 @primitive("GetProducers", inputs=("block",), outputs="blocks", pure=True)
 def get_producers(ctx: PrimitiveContext, block: Block):
-    """The blocks of the same scope that write what `block` reads."""
+    """The blocks of the same scope that write what `block` reads (its producers).
+
+    Preconditions: `block` is a block handle.
+
+    >>> sch = Schedule(workloads.get("matmul_bias_relu", M=4, N=4, K=4)[0])
+    >>> [sch.get(b).name_hint for b in sch.get_producers(sch.get_block("T_relu"))]
+    ['matmul']
+    """
     _expect(block, Block, "block", "get_producers")
     return ctx.state, producers(ctx.state, block)
 
 
 @primitive("GetConsumers", inputs=("block",), outputs="blocks", pure=True)
 def get_consumers(ctx: PrimitiveContext, block: Block):
-    """The blocks of the same scope that read what `block` writes."""
+    """The blocks of the same scope that read what `block` writes (its consumers).
+
+    Preconditions: `block` is a block handle.
+
+    >>> sch = Schedule(workloads.get("matmul_bias_relu", M=4, N=4, K=4)[0])
+    >>> [sch.get(b).name_hint for b in sch.get_consumers(sch.get_block("matmul"))]
+    ['T_relu']
+    """
     _expect(block, Block, "block", "get_consumers")
     return ctx.state, consumers(ctx.state, block)
 

@@ -21,6 +21,9 @@ def sample_perfect_tile(ctx: PrimitiveContext, loop: For, n: int,
     `max_innermost_factor`; every such tiling is equally likely. Returns ExprRVs to pass to
     `split`. `decision` (a list of n factors) replays a choice.
 
+    Preconditions: the loop's extent is a constant; n >= 1; max_innermost_factor >= 1; a given
+    decision has n positive factors whose product is the extent.
+
     >>> sch = Schedule(workloads.get("gemm", M=64, N=64, K=64)[0], seed=1)
     >>> i, j, k = sch.get_loops(sch.get_block("C"))
     >>> factors = sch.sample_perfect_tile(i, n=3, max_innermost_factor=8)
@@ -97,6 +100,9 @@ def _divisors(value: int) -> list[int]:
 @primitive("SampleCategorical", inputs=(), outputs="expr", sampling=True)
 def sample_categorical(ctx: PrimitiveContext, candidates: list, probs: list, decision=None):
     """Pick one of `candidates` (integers) with probabilities `probs`; the decision is the index.
+
+    Preconditions: as many probabilities as candidates, non-negative and not all zero; a given
+    decision is a valid index.
 
     >>> sch = Schedule(workloads.get("gemm", M=8, N=8, K=8)[0], seed=3)
     >>> v = sch.sample_categorical([16, 64, 512], [0.0, 1.0, 0.0])

@@ -155,7 +155,15 @@ def _check_shapes(nests: list[list[For]], analyzer: Analyzer) -> None:
 
 
 def _positions(seq: SeqStmt, nests: list[list[For]]) -> list[int]:
-    positions = [next(i for i, s in enumerate(seq.seq) if s is nest[0]) for nest in nests]
+    index = {id(stmt): i for i, stmt in enumerate(seq.seq)}
+    missing = [nest[0] for nest in nests if id(nest[0]) not in index]
+    if missing:  # the IR's paths say otherwise; refuse instead of guessing a position
+        raise LoopsNotAChainError(
+            f"loop {missing[0].loop_var.name} is not a direct statement of the sequence that "
+            "holds the other nests; merge needs sibling loop nests of one statement sequence",
+            missing,
+        )
+    positions = [index[id(nest[0])] for nest in nests]
     if sorted(positions) != list(range(min(positions), min(positions) + len(positions))):
         raise LoopsNotAChainError(
             "other statements stand between the loop nests to merge; merge needs adjacent "
