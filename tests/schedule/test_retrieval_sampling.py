@@ -17,7 +17,7 @@ def _schedule(name="matmul_bias_relu", **sizes):
 def test_retrieval_results():
     sch, _ = _schedule()
     matmul, relu = sch.get_block("matmul"), sch.get_block("T_relu")
-    assert [sch.get(l).loop_var.name for l in sch.get_loops(matmul)] == ["i", "j", "k"]
+    assert [sch.get(loop).loop_var.name for loop in sch.get_loops(matmul)] == ["i", "j", "k"]
     assert [sch.get(b).name_hint for b in sch.get_producers(relu)] == ["matmul"]
     assert [sch.get(b).name_hint for b in sch.get_consumers(matmul)] == ["T_relu"]
     assert sch.get_producers(matmul) == []

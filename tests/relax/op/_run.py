@@ -32,7 +32,7 @@ def run_op(name: str, arrays, attrs=None, compiled: bool = False):
     func = te.create_prim_func([*placeholders, *outs_te])
     outs = [np.zeros(static(t.shape), str(t.dtype)) for t in outs_te]
     run = schedlab.build(func) if compiled else (lambda *args: schedlab.interpret(func, *args))
-    run(*arrays, *outs)
+    run(*[np.ascontiguousarray(a) for a in arrays], *outs)
     return tuple(outs) if many else outs[0]
 
 
