@@ -157,7 +157,8 @@ class BlockBuilder:
         module is reused)."""
         if isinstance(func, PrimFunc):
             for known, other in self._functions.items():
-                if isinstance(other, PrimFunc) and structural_equal(other, func):
+                same_name = func.with_attr("global_symbol", known)
+                if isinstance(other, PrimFunc) and structural_equal(other, same_name):
                     return X.GlobalVar(known)
         unique, k = name, 0
         while unique in self._functions or (self._frame and unique == self._frame.name):
@@ -176,12 +177,14 @@ class BlockBuilder:
         """A `call_tir` of the PrimFunc that `te_func` builds over placeholders for `args`."""
         from schedlab import te
 
-        holders = [_placeholder(arg, k) for k, arg in enumerate(args)]
+        fresh: dict = {}  # the PrimFunc gets its own symbolic dims (functions share no vars)
+        holders = [_placeholder(arg, k, fresh) for k, arg in enumerate(args)]
         result = te_func(*holders, **kwargs)
         outs = list(result) if isinstance(result, (list, tuple)) else [result]
         func = te.create_prim_func([*holders, *outs])
         gvar = self.add_func(func, primfunc_name_hint or getattr(te_func, "__name__", "te_func"))
-        sinfos = [TensorStructInfo(tuple(o.shape), o.dtype) for o in outs]
+        back = {new: old for old, new in fresh.items()}
+        sinfos = [TensorStructInfo(_substitute(o.shape, back), o.dtype) for o in outs]
         out = sinfos[0] if len(sinfos) == 1 and not isinstance(result, (list, tuple)) else None
         return call_tir(gvar, args, out or TupleStructInfo(tuple(sinfos)))
 
@@ -197,16 +200,29 @@ class BlockBuilder:
         return IRModule(dict(self._functions))
 
 
-def _placeholder(arg, k: int):
+def _substitute(shape, vmap: dict) -> tuple:
+    from schedlab.ir.functor import substitute
+
+    return tuple(substitute(d, vmap) if vmap else d for d in shape)
+
+
+def _placeholder(arg, k: int, fresh: dict):
+    """A TE placeholder for `arg`; its symbolic dims are replaced by fresh copies (recorded in
+    `fresh`, old -> new)."""
     from schedlab import te
+    from schedlab.ir.functor import collect_vars
 
     if not isinstance(arg, X.Expr):
         raise TypeError(f"call_te: argument {k} must be a graph expression, got {arg!r}")
     sinfo = arg.struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
         raise GraphTypeError(f"call_te: argument {k} needs a tensor with a known shape: {sinfo}")
+    for dim in sinfo.shape:
+        for var in collect_vars(dim):
+            if var not in fresh:
+                fresh[var] = type(var)(var.name, var.dtype)
     name = arg.name_hint if isinstance(arg, X.Var) else f"arg{k}"
-    return te.placeholder(sinfo.shape, str(sinfo.dtype), name)
+    return te.placeholder(_substitute(sinfo.shape, fresh), str(sinfo.dtype), name)
 
 
 def call_tir(gvar: X.GlobalVar, args, out_sinfo: StructInfo | Sequence[StructInfo]) -> X.Call:

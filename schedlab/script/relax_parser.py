@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from schedlab.errors import SchedlabError
 from schedlab.ir import expr as E
 from schedlab.ir.dtype import DataType
 from schedlab.ir.function import IRModule
@@ -239,7 +240,7 @@ class RelaxParser(Parser):
     def infer(self, value: X.Expr, node: ast.AST, name: str) -> S.StructInfo:
         try:
             return value.struct_info
-        except Exception as err:
+        except (SchedlabError, TypeError, ValueError, KeyError) as err:
             raise self.fail(node, f"binding {name!r}: {err}") from None
 
     def if_binding(self, node: ast.If, outputs: set | None) -> X.VarBinding:

@@ -16,6 +16,7 @@ for a SizeVar, `n = T.int32()` for a plain Var, as in the loop-IR text). Constan
 
 from __future__ import annotations
 
+import json
 import math
 
 from schedlab.ir import expr as E
@@ -209,7 +210,7 @@ class _Printer:
         return f"{R_ALIAS}.prim_value({expr_text(node.value)})"
 
     def _x_StringImm(self, node: X.StringImm) -> str:
-        return f"{R_ALIAS}.str({node.value!r})"
+        return f"{R_ALIAS}.str({quote(node.value)})"
 
     def _x_Call(self, node: X.Call) -> str:
         if isinstance(node.op, X.GlobalVar):
@@ -225,7 +226,7 @@ class _Printer:
             parts.append(f"sinfo_args=({sinfos},)")
         if node.op.startswith("relax.") and all(p.isidentifier() for p in node.op.split(".")):
             return f"{R_ALIAS}.{node.op[6:]}({', '.join(parts)})"
-        return f"{R_ALIAS}.call({', '.join([repr(node.op), *parts])})"
+        return f"{R_ALIAS}.call({', '.join([quote(node.op), *parts])})"
 
 
 def sinfo_text(sinfo: S.StructInfo, names: _Names) -> str:
@@ -254,6 +255,11 @@ def sinfo_text(sinfo: S.StructInfo, names: _Names) -> str:
     raise TypeError(f"script: cannot print struct info {type(sinfo).__name__}")
 
 
+def quote(text: str) -> str:
+    """A double-quoted Python string literal (JSON escapes are valid Python escapes)."""
+    return json.dumps(text)
+
+
 def literal(value) -> str:
     """Python literal syntax for attribute values and constant data (inf/nan spelled as the
     parser reads them)."""
@@ -272,7 +278,9 @@ def literal(value) -> str:
         return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
     if isinstance(value, E.PrimExpr):
         return expr_text(value)
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return quote(value)
+    if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if type(value).__module__ == "numpy":
         return literal(value.item() if hasattr(value, "item") else str(value))

@@ -31,6 +31,7 @@ from schedlab.schedule.primitives.compute_location import (
     OutputBlockError,
     RegionCoverError,
     UnsolvableDomainError,
+    _replayed,
     collect_compute_locations,
 )
 from schedlab.script import from_source
@@ -565,6 +566,114 @@ def test_reverse_compute_at_needs_the_producers_to_write_what_it_reads():
     _reverse_at_error(_func(PARTIAL), "C", "B", 0, RegionCoverError, "producers to write")
 
 
+# -- reverse_compute_at of a guarded read (padding) -------------------------------------------
+# P pads B with a zero column on each side: its border instances read B out of bounds (guarded
+# by if_then_else) and must still run once when P moves under B's loops.
+PAD = """
+@T.prim_func
+def padded(A: T.Buffer((3, 5), "float32"), C: T.Buffer((3, 7), "float32")):
+    B = T.alloc_buffer((3, 5), "float32")
+    P = T.alloc_buffer((3, 7), "float32")
+    for i, j in T.grid(3, 5):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(3, 7):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = T.if_then_else(1 <= vj and vj < 6, B[vi, vj - 1], T.float32(0))
+    for i, j in T.grid(3, 7):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = P[vi, vj] + T.float32(1)
+"""
+
+
+def test_reverse_compute_at_keeps_the_instances_of_a_guarded_read():
+    func = _func(PAD)
+    sch = Schedule(func, debug=True)
+    sch.reverse_compute_at(sch.get_block("P"), _loops(sch, "B")[0])
+    assert_script_equal(sch.func, """
+@T.prim_func
+def padded(A: T.Buffer((3, 5), "float32"), C: T.Buffer((3, 7), "float32")):
+    B = T.alloc_buffer((3, 5), "float32")
+    P = T.alloc_buffer((3, 7), "float32")
+    for i in range(3):
+        for j in range(5):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads(A[vi, vj])
+                T.writes(B[vi, vj])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for ax0 in range(7):
+            with T.block("P"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                T.reads(B[vi, vj - 1])
+                T.writes(P[vi, vj])
+                P[vi, vj] = T.if_then_else(1 <= vj and vj < 6, B[vi, vj - 1], T.float32(0))
+    for i, j in T.grid(3, 7):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(P[vi, vj])
+            T.writes(C[vi, vj])
+            C[vi, vj] = P[vi, vj] + T.float32(1)
+""")  # fmt: skip
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+@pytest.mark.parametrize("loop", [0, 1])
+def test_reverse_compute_at_of_padding_after_cache_read(loop):
+    # the soak test's find: pad_temp moved under its input's cache copy lost the zero border
+    func = workloads.get("conv2d_nchw", N=2, CI=3, H=5, W=7, CO=3, kernel=3, padding=1)[0]
+    sch = Schedule(func, debug=True)
+    sch.cache_read(sch.get_block("pad_temp"), 0, "global")
+    sch.reverse_compute_at(sch.get_block("pad_temp"), _loops(sch, "data_global")[loop])
+    assert_same_numerics(func, sch.func)
+    assert_trace_roundtrip(sch, func)
+
+
+UPSAMPLE = """
+@T.prim_func
+def up(A: T.Buffer((3, 5), "float32"), C: T.Buffer((3, 12), "float32")):
+    B = T.alloc_buffer((3, 5), "float32")
+    P = T.alloc_buffer((3, 12), "float32")
+    for i, j in T.grid(3, 5):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(3, 12):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = T.if_then_else(vj < 10, B[vi, vj // 2], T.float32(0))
+    for i, j in T.grid(3, 12):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = P[vi, vj] + T.float32(1)
+"""
+
+
+def test_reverse_compute_at_keeps_guarded_instances_of_a_divided_read():
+    # P's last two columns read B[vi, 5] (guarded): they go with the iteration writing B's end
+    func = _func(UPSAMPLE)
+    sch = Schedule(func, debug=True)
+    sch.reverse_compute_at(sch.get_block("P"), _loops(sch, "B")[0])
+    assert [sch.get(loop).extent.value for loop in _loops(sch, "P")] == [3, 12]
+    assert_same_numerics(func, sch.func)
+    _reverse_at_error(func, "P", "B", 1, UnsolvableDomainError, "produces the last element")
+
+
+def test_reverse_compute_at_refuses_to_drop_the_instances_of_a_guarded_read():
+    # under B's inner loop no iteration is known statically to own P's border columns
+    _reverse_at_error(_func(PAD), "P", "B", 1, UnsolvableDomainError, "read outside the buffer")
+    func = workloads.get("conv2d_nchw", N=1, CI=2, H=5, W=3, CO=2, kernel=3, padding=1)[0]
+    sch = Schedule(func)
+    sch.cache_read(sch.get_block("pad_temp"), 0, "global")
+    target, moved = _loops(sch, "data_global")[2], sch.get_block("pad_temp")
+    call = lambda: sch.reverse_compute_at(moved, target)  # noqa: E731
+    assert_error_keeps_state(sch, call, UnsolvableDomainError, "guarded read")
+
+
 # -- compute_inline -----------------------------------------------------------------------------
 def test_compute_inline_pad_into_conv():
     func = _workload("conv2d_nchw")
@@ -900,6 +1009,39 @@ def test_sample_compute_location_replay_falls_back_to_a_legal_decision():
     assert list(sch.trace.decisions.values()) == [1]
     sch.sample_compute_location(block, decision=-2)  # not inlinable: falls back to root
     assert list(sch.trace.decisions.values())[-1] == -1
+
+
+def test_sample_compute_location_replay_never_searches_blindly():
+    assert _replayed(-7, [-2, -1, 0, 2]) == 1  # below every candidate: stay at the root
+    assert _replayed(1, [-1, 0, 2]) == 1  # between candidates: the one before
+    assert _replayed(-7, [0, 2]) == 0  # no root entry (not produced today): the first
+
+
+def test_collect_compute_locations_stops_where_the_consumers_part():
+    # B feeds C and D, which share only loop i: j is not a candidate for B
+    func = _func("""
+@T.prim_func
+def fork(A: T.Buffer((4, 6), "float32"), C: T.Buffer((4, 6), "float32"),
+         D: T.Buffer((4, 6), "float32")):
+    B = T.alloc_buffer((4, 6), "float32")
+    for i, j in T.grid(4, 6):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i in range(4):
+        for j in range(6):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+        for j in range(6):
+            with T.block("D"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                D[vi, vj] = B[vi, vj] - T.float32(1)
+""")  # fmt: skip
+    sch = Schedule(func)
+    found = collect_compute_locations(sch.state, sch.get(sch.get_block("B")))
+    assert [decision for decision, _ in found] == [-2, -1, 0]  # inline, root, loop i
+    assert found[2][1] is sch.get(_loops(sch, "C")[0])
 
 
 def test_sample_compute_location_errors():

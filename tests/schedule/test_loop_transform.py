@@ -9,7 +9,7 @@ import pytest
 
 import schedlab
 from schedlab import workloads
-from schedlab.ir.stmt import For
+from schedlab.ir.stmt import For, SeqStmt
 from schedlab.schedule import (
     DependencyError,
     HandleError,
@@ -36,6 +36,7 @@ from schedlab.schedule.primitives.loop_transform import (
     RepeatedLoopError,
     SymbolicExtentError,
 )
+from schedlab.schedule.primitives.loop_transform.merge import _positions as merge_positions
 from schedlab.script import from_source
 
 from .helpers import (
@@ -711,6 +712,17 @@ def test_merge_error_nested_loops():
     sch = Schedule(_gemm())
     i, j, _ = _loops(sch, "C")
     assert_error_keeps_state(sch, lambda: sch.merge(i, j), LoopsNotAChainError, "contains")
+
+
+def test_merge_positions_refuse_a_nest_outside_the_sequence():
+    # _nests always hands over direct children; should the IR paths disagree, merge refuses
+    # with its own error rather than a bare StopIteration
+    sch = Schedule(_func(TWO_STAGES))
+    (i1, _), (i2, _) = _loops(sch, "B"), _loops(sch, "C")
+    first, second = sch.get(i1), sch.get(i2)
+    with pytest.raises(LoopsNotAChainError, match="not a direct statement"):
+        merge_positions(SeqStmt([first]), [[first], [second]])
+    assert merge_positions(SeqStmt([first, second]), [[second], [first]]) == [1, 0]
 
 
 def test_merge_error_not_siblings():

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from schedlab.ir.dtype import DataType
 from schedlab.ir.expr import IntImm, PrimExpr
-from schedlab.ir.op import const
+from schedlab.ir.op import const, floordiv, floormod
 from schedlab.ir.structural import structural_equal
 
-from .registry import OpTypeError, TensorInfo, describe
+from .registry import OpTypeError, TensorInfo, describe, register_op
 
 
 def fail(op: str, inputs: Sequence[TensorInfo], message: str) -> OpTypeError:
@@ -141,3 +141,18 @@ def product(dims: Sequence[PrimExpr]) -> PrimExpr:
     for dim in dims:
         result = result * dim
     return result
+
+
+def register_injective(name: str, infer, legalize, attrs=None, num_inputs=1, doc=""):
+    """Register `relax.<name>` with the injective pattern."""
+    register_op(f"relax.{name}", num_inputs=num_inputs, pattern="injective", infer=infer,
+                legalize=legalize, attrs=attrs or {}, doc=doc)  # fmt: skip
+
+
+def unravel(linear: PrimExpr, shape) -> list[PrimExpr]:
+    """Row-major indices of position `linear` in `shape`."""
+    index = []
+    for dim in reversed(shape):
+        index.append(floormod(linear, dim))
+        linear = floordiv(linear, dim)
+    return index[::-1]

@@ -134,8 +134,9 @@ def check_nonempty(name: str, inputs, shape: Sequence[PrimExpr]) -> None:
         raise fail(name, inputs, f"these sizes give an empty output ({text})")
 
 
-def pad(data: te.Tensor, before: Sequence[int], after: Sequence[int], value=0.0,
-        name: str = "pad_temp") -> te.Tensor:  # fmt: skip
+def pad(
+    data: te.Tensor, before: Sequence[int], after: Sequence[int], value=0.0, name: str = "pad_temp"
+) -> te.Tensor:
     """A constant-padding stage like topi.nn.pad: an if_then_else guards each padded axis.
     Returns `data` itself when nothing is padded."""
     if not any(before) and not any(after):

@@ -27,6 +27,8 @@ from .registry import REQUIRED, TensorInfo, register_op
 def _binary_infer(name: str, result_dtype: str | None):
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         dtype = same_dtype(name, inputs)
+        if name == "relax.power":
+            float_dtype(name, inputs)  # the pow intrinsic is float-only
         shape = broadcast_shapes(name, inputs)
         return TensorInfo(shape, result_dtype or dtype)
 

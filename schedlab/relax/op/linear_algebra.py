@@ -66,8 +66,10 @@ def matmul_te(a: te.Tensor, b: te.Tensor, dtype, name: str = "matmul") -> te.Ten
 
     def element(*indices):
         batch = indices[:batch_rank]
-        a_idx = _batch_index(a, batch, 1 + a_rows) + [indices[batch_rank]] * a_rows + [k]
-        b_idx = _batch_index(b, batch, 1 + b_cols) + [k] + [indices[-1]] * b_cols
+        rows = list(indices[batch_rank : batch_rank + a_rows])
+        a_idx = _batch_index(a, batch, 1 + a_rows) + rows + [k]
+        cols = list(indices[len(indices) - b_cols :])
+        b_idx = _batch_index(b, batch, 1 + b_cols) + [k] + cols
         return te.sum(as_dtype(a[tuple(a_idx)], dtype) * as_dtype(b[tuple(b_idx)], dtype), axis=k)
 
     return te.compute(shape, element, name=name)

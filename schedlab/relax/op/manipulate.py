@@ -1,7 +1,7 @@
 """Shape operators: reshape, flatten, squeeze, expand_dims, permute_dims, concat, split,
-strided_slice, broadcast_to, tile, take, gather_elements, nn.pad and the creators full, zeros,
-ones. All injective; names and attributes follow TVM Relax (where TVM passes a shape or a fill
-value as an argument, here it is the attribute `shape` / `fill_value`)."""
+strided_slice, broadcast_to, tile (take, gather_elements, nn.pad and full/zeros/ones are in
+`indexing.py`). All injective; names and attributes follow TVM Relax (where TVM passes a shape
+as an argument, here it is the attribute `shape`)."""
 
 from __future__ import annotations
 
@@ -18,25 +18,13 @@ from ._common import (
     normalize_axes,
     normalize_axis,
     product,
+    register_injective,
     same_dim,
     same_dtype,
     static_value,
+    unravel,
 )
-from .registry import REQUIRED, TensorInfo, register_op
-
-
-def _register(name: str, infer, legalize, attrs=None, num_inputs=1, doc=""):
-    register_op(f"relax.{name}", num_inputs=num_inputs, pattern="injective", infer=infer,
-                legalize=legalize, attrs=attrs or {}, doc=doc)  # fmt: skip
-
-
-def _unravel(linear: PrimExpr, shape) -> list[PrimExpr]:
-    """Row-major indices of position `linear` in `shape`."""
-    index = []
-    for dim in reversed(shape):
-        index.append(tir.floormod(linear, dim))
-        linear = tir.floordiv(linear, dim)
-    return index[::-1]
+from .registry import REQUIRED, TensorInfo
 
 
 def _ravel(indices, shape) -> PrimExpr:
@@ -47,7 +35,7 @@ def _ravel(indices, shape) -> PrimExpr:
 
 
 def _reshape_to(x, shape, name: str):
-    return te.compute(shape, lambda *i: x[tuple(_unravel(_ravel(i, shape), x.shape))], name=name)
+    return te.compute(shape, lambda *i: x[tuple(unravel(_ravel(i, shape), x.shape))], name=name)
 
 
 # ------------------------------------------------------------------------------------ reshape
@@ -75,11 +63,11 @@ def _has_expr(shape) -> bool:
 
 
 def _infer_minus_one(name: str, inputs, out: list) -> tuple:
-    total = product(inputs[0].shape)
     holes = [d for d, dim in enumerate(out) if isinstance(dim, int) and dim == -1]
     if len(holes) > 1:
         raise fail(name, inputs, f"shape {out} has more than one -1")
-    known = product([tir.convert(d) for d in out if not (isinstance(d, int) and d == -1)])
+    given = [tir.convert(d) for d in out if not (isinstance(d, int) and d == -1)]
+    total, known = _cancel(list(inputs[0].shape), given)
     if holes:
         if static_value(known) == 0:
             raise fail(name, inputs, f"shape {out}: cannot infer -1 with a zero-size dim")
@@ -89,6 +77,22 @@ def _infer_minus_one(name: str, inputs, out: list) -> tuple:
     elif _static_mismatch(total, known, divide=False):
         raise fail(name, inputs, f"cannot reshape {static_value(total)} elements to {out}")
     return tuple(out)
+
+
+def _cancel(in_dims: list, out_dims: list) -> tuple:
+    """The element counts of both sides with symbolic dims common to both cancelled, so that
+    (n, 4, 3) -> (n, -1) infers 12, not (n * 12) // n."""
+    rest_in, rest_out = list(in_dims), []
+    for dim in out_dims:
+        match = next(
+            (k for k, d in enumerate(rest_in) if static_value(dim) is None and same_dim(d, dim)),
+            None,
+        )
+        if match is None:
+            rest_out.append(dim)
+        else:
+            del rest_in[match]
+    return product(rest_in), product(rest_out)
 
 
 def _static_mismatch(total, known, divide: bool) -> bool:
@@ -109,8 +113,13 @@ def _reshape_legalize(inputs: list, attrs: dict):
     return _reshape_to(x, shape, "T_reshape")
 
 
-_register("reshape", _reshape_infer, _reshape_legalize, {"shape": REQUIRED},
-          doc="The same elements in a new shape (0 copies a dim, -1 is inferred).")  # fmt: skip
+register_injective(
+    "reshape",
+    _reshape_infer,
+    _reshape_legalize,
+    {"shape": REQUIRED},
+    doc="The same elements in a new shape (0 copies a dim, -1 is inferred).",
+)
 
 
 def _flatten_infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
@@ -123,7 +132,9 @@ def _flatten_legalize(inputs: list, attrs: dict):
     return _reshape_to(x, (product(x.shape),), "T_reshape")
 
 
-_register("flatten", _flatten_infer, _flatten_legalize, doc="The elements as a 1-D tensor.")
+register_injective(
+    "flatten", _flatten_infer, _flatten_legalize, doc="The elements as a 1-D tensor."
+)
 
 # ------------------------------------------------------------------------ squeeze/expand_dims
 
@@ -158,8 +169,13 @@ def _squeeze_legalize(inputs: list, attrs: dict):
     return te.compute(shape, element, name="T_squeeze")
 
 
-_register("squeeze", _squeeze_infer, _squeeze_legalize, {"axis": None},
-          doc="Size-1 axes removed (`axis` None: all of them).")  # fmt: skip
+register_injective(
+    "squeeze",
+    _squeeze_infer,
+    _squeeze_legalize,
+    {"axis": None},
+    doc="Size-1 axes removed (`axis` None: all of them).",
+)
 
 
 def _expand_axes(inputs, axis) -> list[int]:
@@ -190,8 +206,13 @@ def _expand_legalize(inputs: list, attrs: dict):
     )
 
 
-_register("expand_dims", _expand_infer, _expand_legalize, {"axis": REQUIRED},
-          doc="New size-1 axes at the positions `axis` of the output.")  # fmt: skip
+register_injective(
+    "expand_dims",
+    _expand_infer,
+    _expand_legalize,
+    {"axis": REQUIRED},
+    doc="New size-1 axes at the positions `axis` of the output.",
+)
 
 # ------------------------------------------------------------------------------- permute_dims
 
@@ -226,8 +247,13 @@ def _permute_legalize(inputs: list, attrs: dict):
     return te.compute(shape, element, name="T_transpose")
 
 
-_register("permute_dims", _permute_infer, _permute_legalize, {"axes": None},
-          doc="Axes reordered: output axis k is input axis axes[k] (None: reversed).")  # fmt: skip
+register_injective(
+    "permute_dims",
+    _permute_infer,
+    _permute_legalize,
+    {"axes": None},
+    doc="Axes reordered: output axis k is input axis axes[k] (None: reversed).",
+)
 
 # ------------------------------------------------------------------------------------- concat
 
@@ -276,8 +302,14 @@ def _shifted(t, i, axis: int, start):
     return t[tuple(v - start if d == axis else v for d, v in enumerate(i))]
 
 
-_register("concat", _concat_infer, _concat_legalize, {"axis": 0}, num_inputs=None,
-          doc="Inputs joined along `axis`.")  # fmt: skip
+register_injective(
+    "concat",
+    _concat_infer,
+    _concat_legalize,
+    {"axis": 0},
+    num_inputs=None,
+    doc="Inputs joined along `axis`.",
+)
 
 # -------------------------------------------------------------------------------------- split
 
@@ -332,8 +364,13 @@ def _split_legalize(inputs: list, attrs: dict) -> tuple:
     return tuple(outs)
 
 
-_register("split", _split_infer, _split_legalize, {"indices_or_sections": REQUIRED, "axis": 0},
-          doc="Pieces along `axis`: n equal sections, or cut at the given indices.")  # fmt: skip
+register_injective(
+    "split",
+    _split_infer,
+    _split_legalize,
+    {"indices_or_sections": REQUIRED, "axis": 0},
+    doc="Pieces along `axis`: n equal sections, or cut at the given indices.",
+)
 
 # ------------------------------------------------------------------------------ strided_slice
 
@@ -381,10 +418,13 @@ def _slice_legalize(inputs: list, attrs: dict):
     return te.compute(shape, element, name="T_strided_slice")
 
 
-_register("strided_slice", _slice_infer, _slice_legalize,
-          {"axes": None, "begin": REQUIRED, "end": REQUIRED, "strides": None,
-           "assume_inbound": False},
-          doc="x[begin:end:stride] on `axes`; bounds clamp like numpy/ONNX.")  # fmt: skip
+register_injective(
+    "strided_slice",
+    _slice_infer,
+    _slice_legalize,
+    {"axes": None, "begin": REQUIRED, "end": REQUIRED, "strides": None, "assume_inbound": False},
+    doc="x[begin:end:stride] on `axes`; bounds clamp like numpy/ONNX.",
+)
 
 # ----------------------------------------------------------------------- broadcast_to / tile
 
@@ -407,8 +447,13 @@ def _broadcast_to_legalize(inputs: list, attrs: dict):
     return te.compute(shape, lambda *i: x[broadcast_index(x, shape, i)], name="T_broadcast_to")
 
 
-_register("broadcast_to", _broadcast_to_infer, _broadcast_to_legalize, {"shape": REQUIRED},
-          doc="The input broadcast (numpy rules) to `shape`.")  # fmt: skip
+register_injective(
+    "broadcast_to",
+    _broadcast_to_infer,
+    _broadcast_to_legalize,
+    {"shape": REQUIRED},
+    doc="The input broadcast (numpy rules) to `shape`.",
+)
 
 
 def _tile_shape(name: str, inputs, repeats) -> tuple:
@@ -438,170 +483,10 @@ def _tile_legalize(inputs: list, attrs: dict):
     return te.compute(shape, element, name="T_tile")
 
 
-_register("tile", _tile_infer, _tile_legalize, {"repeats": REQUIRED},
-          doc="The input repeated `repeats` times along each axis (numpy.tile).")  # fmt: skip
-
-# --------------------------------------------------------------------------- take / gather
-
-
-def _index_dtype_check(name: str, inputs, indices: TensorInfo) -> None:
-    if not indices.dtype.is_integer:
-        raise fail(name, inputs, f"indices must be integers, got {indices.dtype}")
-
-
-def _take_infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-    name = "relax.take"
-    known_shape(name, inputs)
-    x, indices = inputs
-    _index_dtype_check(name, inputs, indices)
-    if attrs["mode"] not in ("fast", "clip", "wrap"):
-        raise fail(name, inputs, f"mode must be fast, clip or wrap, got {attrs['mode']!r}")
-    if attrs["axis"] is None:
-        return TensorInfo(indices.shape, x.dtype)
-    axis = normalize_axis(name, inputs, attrs["axis"], x.ndim)
-    return TensorInfo(x.shape[:axis] + indices.shape + x.shape[axis + 1 :], x.dtype)
-
-
-def _wrap_index(index, extent, mode: str):
-    """An index into an axis of `extent`: negative counts from the end (ONNX Gather); `clip`
-    clamps into range, `wrap` takes it modulo the extent."""
-    extent = tir.cast(extent, index.dtype)
-    if mode == "wrap":
-        return tir.floormod(index, extent)
-    index = tir.select(index < tir.const(0, index.dtype), index + extent, index)
-    if mode == "clip":
-        zero = tir.const(0, index.dtype)
-        index = tir.min(tir.max(index, zero), extent - tir.const(1, index.dtype))
-    return index
-
-
-def _take_legalize(inputs: list, attrs: dict):
-    x, indices = inputs
-    mode, k = attrs["mode"], len(indices.shape)
-    if attrs["axis"] is None:
-        total = product(x.shape)
-
-        def flat(*i):
-            where = _wrap_index(indices[i], total, mode)
-            return x[tuple(_unravel(where, x.shape))]
-
-        return te.compute(indices.shape, flat, name="T_take")
-    axis = attrs["axis"] % len(x.shape)
-    shape = tuple(x.shape[:axis]) + tuple(indices.shape) + tuple(x.shape[axis + 1 :])
-
-    def element(*i):
-        where = _wrap_index(indices[i[axis : axis + k]], x.shape[axis], mode)
-        return x[tuple(i[:axis]) + (where,) + tuple(i[axis + k :])]
-
-    return te.compute(shape, element, name="T_take")
-
-
-_register("take", _take_infer, _take_legalize, {"axis": None, "mode": "fast"}, num_inputs=2,
-          doc="Elements of x at `indices` along `axis` (None: of the flattened x).")  # fmt: skip
-
-
-def _gather_infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-    name = "relax.gather_elements"
-    known_shape(name, inputs)
-    x, indices = inputs
-    _index_dtype_check(name, inputs, indices)
-    if x.ndim != indices.ndim:
-        raise fail(name, inputs, "data and indices must have the same rank")
-    normalize_axis(name, inputs, attrs["axis"], x.ndim)
-    return TensorInfo(indices.shape, x.dtype)
-
-
-def _gather_legalize(inputs: list, attrs: dict):
-    x, indices = inputs
-    axis = attrs["axis"] % len(x.shape)
-
-    def element(*i):
-        where = _wrap_index(indices[i], x.shape[axis], "fast")
-        return x[tuple(where if d == axis else v for d, v in enumerate(i))]
-
-    return te.compute(indices.shape, element, name="T_gather_elements")
-
-
-_register("gather_elements", _gather_infer, _gather_legalize, {"axis": 0}, num_inputs=2,
-          doc="out[i][j] = x[indices[i][j]][j] for axis 0 (ONNX GatherElements).")  # fmt: skip
-
-# ---------------------------------------------------------------------------------------- pad
-
-
-def _pad_pairs(name: str, inputs, attrs: dict) -> list[tuple[int, int]]:
-    """(before, after) per axis from `pad_width`: pairs, or flat [b0, a0, b1, a1, ...] (TVM)."""
-    x, width = inputs[0], attrs["pad_width"]
-    if attrs["pad_mode"] != "constant":
-        raise fail(name, inputs, f"pad_mode {attrs['pad_mode']!r} is not supported (constant)")
-    if width and isinstance(width[0], (list, tuple)):
-        pairs = [tuple(int_list(name, inputs, p, "pad_width pair")) for p in width]
-    else:
-        flat = int_list(name, inputs, width, "pad_width")
-        pairs = list(zip(flat[0::2], flat[1::2]))
-    if len(pairs) != x.ndim or any(len(p) != 2 for p in pairs):
-        raise fail(name, inputs, f"pad_width needs (before, after) for {x.ndim} axes: {width}")
-    if any(v < 0 for p in pairs for v in p):
-        raise fail(name, inputs, f"pad_width must be >= 0, got {width}")
-    return pairs
-
-
-def _pad_infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-    known_shape("relax.nn.pad", inputs)
-    pairs = _pad_pairs("relax.nn.pad", inputs, attrs)
-    shape = tuple(d + b + a for d, (b, a) in zip(inputs[0].shape, pairs))
-    return TensorInfo(shape, inputs[0].dtype)
-
-
-def _pad_legalize(inputs: list, attrs: dict):
-    (x,) = inputs
-    pairs = _pad_pairs("relax.nn.pad", [TensorInfo(x.shape, x.dtype)], attrs)
-    shape = tuple(d + b + a for d, (b, a) in zip(x.shape, pairs))
-    fill = tir.const(attrs["pad_value"], x.dtype)
-
-    def element(*i):
-        guards = []
-        for v, d, (before, _) in zip(i, x.shape, pairs):
-            if before:
-                guards.append(v >= before)
-            guards.append(v < d + before)
-        load = x[tuple(v - b for v, (b, _) in zip(i, pairs))]
-        return tir.if_then_else(tir.all(*guards), load, fill) if guards else load
-
-    return te.compute(shape, element, name="T_pad")
-
-
-register_op("relax.nn.pad", num_inputs=1, pattern="injective", infer=_pad_infer,
-            legalize=_pad_legalize,
-            attrs={"pad_width": REQUIRED, "pad_value": 0.0, "pad_mode": "constant"},
-            doc="Constant padding: (before, after) per axis filled with `pad_value`.")  # fmt: skip
-
-# -------------------------------------------------------------------------- full/zeros/ones
-
-
-def _creation(name: str, fixed):
-    def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-        shape = attrs["shape"]
-        if not isinstance(shape, (list, tuple)):
-            raise fail(name, inputs, f"shape must be a list, got {shape!r}")
-        if any(static_value(tir.convert(d)) is not None and int(d) < 0 for d in shape):
-            raise fail(name, inputs, f"shape {list(shape)} has a negative dimension")
-        try:
-            return TensorInfo(tuple(shape), attrs["dtype"])
-        except (TypeError, ValueError) as err:
-            raise fail(name, inputs, f"bad shape or dtype: {err}") from None
-
-    def legalize(inputs: list, attrs: dict):
-        info = TensorInfo(tuple(attrs["shape"]), attrs["dtype"])
-        value = tir.const(attrs["fill_value"] if fixed is None else fixed, info.dtype)
-        return te.compute(info.shape, lambda *i: value, name=f"T_{name.rsplit('.', 1)[1]}")
-
-    return infer, legalize
-
-
-for _name, _fixed in (("full", None), ("zeros", 0), ("ones", 1)):
-    _attrs = {"shape": REQUIRED, "dtype": "float32"}
-    if _fixed is None:
-        _attrs["fill_value"] = REQUIRED
-    _fill = "fill_value" if _fixed is None else _fixed
-    _register(_name, *_creation(f"relax.{_name}", _fixed), _attrs, num_inputs=0,
-              doc=f"A new tensor of `shape` and `dtype` filled with {_fill}.")  # fmt: skip
+register_injective(
+    "tile",
+    _tile_infer,
+    _tile_legalize,
+    {"repeats": REQUIRED},
+    doc="The input repeated `repeats` times along each axis (numpy.tile).",
+)

@@ -11,11 +11,22 @@ from __future__ import annotations
 
 from schedlab import te
 from schedlab.ir import op
+from schedlab.ir.expr import PrimExpr
 
 from ._nn_common import (
-    as_dtype, check_nonempty, check_rank, dims_differ, extent, fail, ints, out_dtype, pad,
-    paddings, positive, static,
-)  # fmt: skip
+    as_dtype,
+    check_nonempty,
+    check_rank,
+    dims_differ,
+    extent,
+    fail,
+    ints,
+    out_dtype,
+    pad,
+    paddings,
+    positive,
+    static,
+)
 from .registry import REQUIRED, TensorInfo, register_op
 
 _LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW")}
@@ -41,9 +52,11 @@ def _check_layouts(name: str, attrs: dict, rank: int, kernel_default: str | None
     given = (attrs["data_layout"], attrs["kernel_layout"], out_layout)
     if given != (data_layout, kernel_layout, data_layout):
         raise fail(
-            name, [], f"only data_layout={data_layout}, kernel_layout={kernel_layout} are "
-            f"supported, got {given[0]}, {given[1]} (out_layout {given[2]})"
-        )  # fmt: skip
+            name,
+            [],
+            f"only data_layout={data_layout}, kernel_layout={kernel_layout} are "
+            f"supported, got {given[0]}, {given[1]} (out_layout {given[2]})",
+        )
 
 
 def _check_conv_inputs(name: str, inputs, rank: int) -> None:
@@ -63,15 +76,17 @@ def make_conv_infer(rank: int):
         p = conv_params(name, attrs, rank)
         data, weight, groups = inputs[0].shape, inputs[1].shape, p["groups"]
         if dims_differ(data[1], weight[1] * groups):
-            raise fail(name, inputs, f"data channels {data[1]} != weight's {weight[1]} * "
-                       f"groups {groups}")  # fmt: skip
+            raise fail(
+                name, inputs, f"data channels {data[1]} != weight's {weight[1]} * groups {groups}"
+            )
         if static(weight[0]) is not None and static(weight[0]) % groups:
             raise fail(name, inputs, f"groups={groups} must divide output channels {weight[0]}")
         out = [
             extent(s, static(k) or k, st, b, a, d)
-            for s, k, st, b, a, d in zip(data[2:], weight[2:], p["strides"], p["before"],
-                                         p["after"], p["dilation"])
-        ]  # fmt: skip
+            for s, k, st, b, a, d in zip(
+                data[2:], weight[2:], p["strides"], p["before"], p["after"], p["dilation"]
+            )
+        ]
         check_nonempty(name, inputs, out)
         return TensorInfo((data[0], weight[0], *out), out_dtype(inputs, attrs))
 
@@ -113,8 +128,12 @@ def _transpose_params(name: str, inputs, attrs: dict) -> dict:
     p["output_padding"] = ints(name, "output_padding", attrs["output_padding"], 2)
     for o, s, d in zip(p["output_padding"], p["strides"], p["dilation"]):
         if o < 0 or (o >= s and o >= d):
-            raise fail(name, inputs, f"output_padding {p['output_padding']} must be >= 0 and "
-                       "smaller than strides or dilation")  # fmt: skip
+            raise fail(
+                name,
+                inputs,
+                f"output_padding {p['output_padding']} must be >= 0 and "
+                "smaller than strides or dilation",
+            )
     return p
 
 
@@ -132,9 +151,16 @@ def infer_conv2d_transpose(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         raise fail(name, inputs, f"groups={groups} must divide input channels {data[1]}")
     out = [
         (op.convert(s) - 1) * st - b - a + d * (k - 1) + o + 1
-        for s, k, st, b, a, d, o in zip(data[2:], weight[2:], p["strides"], p["before"],
-                                        p["after"], p["dilation"], p["output_padding"])
-    ]  # fmt: skip
+        for s, k, st, b, a, d, o in zip(
+            data[2:],
+            weight[2:],
+            p["strides"],
+            p["before"],
+            p["after"],
+            p["dilation"],
+            p["output_padding"],
+        )
+    ]
     check_nonempty(name, inputs, out)
     return TensorInfo((data[0], weight[1] * groups, *out), out_dtype(inputs, attrs))
 
@@ -194,8 +220,14 @@ def legalize_dropout(inputs: list, attrs: dict) -> te.Tensor:
     return te.compute(data.shape, lambda *i: data[i], name="T_dropout")
 
 
-_CONV_ATTRS = {"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "out_layout": None,
-               "out_dtype": None}  # fmt: skip
+_CONV_ATTRS = {
+    "strides": 1,
+    "padding": 0,
+    "dilation": 1,
+    "groups": 1,
+    "out_layout": None,
+    "out_dtype": None,
+}
 for _rank in (1, 2):
     register_op(
         f"relax.nn.conv{_rank}d",
@@ -207,7 +239,7 @@ for _rank in (1, 2):
             **_CONV_ATTRS,
             "data_layout": _LAYOUTS[_rank][0],
             "kernel_layout": _LAYOUTS[_rank][1],
-        },  # fmt: skip
+        },
         doc=f"{_rank}-D convolution, {_LAYOUTS[_rank][0]} data and {_LAYOUTS[_rank][1]} weight; "
         "padding: one value, one per axis, or befores then afters.",
     )
@@ -231,128 +263,157 @@ register_op(
 )
 
 
-def _pool_params(name: str, inputs, attrs: dict) -> dict:
-    p = {
-        "pool_size": ints(name, "pool_size", attrs["pool_size"], 2),
-        "strides": ints(name, "strides", attrs["strides"], 2),
-        "dilation": ints(name, "dilation", attrs["dilation"], 2),
-    }
-    for key in p:
-        positive(name, key, p[key])
-    p["before"], p["after"] = paddings(name, attrs["padding"], 2)
+_POOL_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+_TAP_NAMES = ("rz", "ry", "rx")
+
+
+def _check_pool_layout(name: str, inputs, attrs: dict, rank: int) -> None:
     layout = (attrs["layout"], attrs.get("out_layout") or attrs["layout"])
-    if layout != ("NCHW", "NCHW"):
-        raise fail(name, inputs, f"only layout=NCHW is supported, got {layout[0]} "
-                   f"(out_layout {layout[1]})")  # fmt: skip
+    expected = _POOL_LAYOUTS[rank]
+    if layout != (expected, expected):
+        raise fail(
+            name,
+            inputs,
+            f"only layout={expected} is supported, got {layout[0]} (out_layout {layout[1]})",
+        )
+
+
+def _pool_params(name: str, inputs, attrs: dict, rank: int) -> dict:
+    p = {key: ints(name, key, attrs[key], rank) for key in ("pool_size", "strides", "dilation")}
+    for key, values in p.items():
+        positive(name, key, values)
+    p["before"], p["after"] = paddings(name, attrs["padding"], rank)
+    _check_pool_layout(name, inputs, attrs, rank)
     return p
 
 
-def make_pool_infer(name: str):
+def _pool_extent(size, kernel, stride, before, after, dilation, ceil_mode):
+    """Windows along one axis. In ceil mode a last window that would start in the trailing
+    padding is dropped (as PyTorch and onnxruntime do), when the size is static."""
+    out = extent(size, kernel, stride, before, after, dilation, ceil=ceil_mode)
+    n, length = static(out), static(op.convert(size))
+    if ceil_mode and n is not None and length is not None and (n - 1) * stride >= length + before:
+        return op.convert(n - 1)
+    return out
+
+
+def make_pool_infer(name: str, rank: int):
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-        """(N, C, H, W) -> (N, C, OH, OW); ceil_mode rounds the window count up (as TVM)."""
-        check_rank(name, inputs, 0, (4,), "data")
-        p = _pool_params(name, inputs, attrs)
+        """(N, C, *spatial) -> (N, C, *out); ceil_mode rounds the window count up (as TVM)."""
+        check_rank(name, inputs, 0, (rank + 2,), "data")
+        p = _pool_params(name, inputs, attrs, rank)
         data = inputs[0].shape
         out = [
-            extent(s, k, st, b, a, d, ceil=bool(attrs["ceil_mode"]))
-            for s, k, st, b, a, d in zip(data[2:], p["pool_size"], p["strides"], p["before"],
-                                         p["after"], p["dilation"])
-        ]  # fmt: skip
+            _pool_extent(s, k, st, b, a, d, bool(attrs["ceil_mode"]))
+            for s, k, st, b, a, d in zip(
+                data[2:], p["pool_size"], p["strides"], p["before"], p["after"], p["dilation"]
+            )
+        ]
         check_nonempty(name, inputs, out)
         return TensorInfo((*data[:2], *out), inputs[0].dtype)
 
     return infer
 
 
-def _pool_window(data: te.Tensor, attrs: dict, name: str, fill):
-    """The padded input (ceil mode pads `stride - 1` more after), the window reduce axes and
-    the padded-input index of tap (ry, rx) for output (y, x)."""
+def _window_taps(p: dict, prefix: str = "") -> list:
+    names = _TAP_NAMES[len(_TAP_NAMES) - len(p["pool_size"]) :]
+    return [te.reduce_axis((0, k), name=prefix + n) for k, n in zip(p["pool_size"], names)]
+
+
+def _window_index(p: dict, taps, positions) -> list:
+    """Padded-input positions of the window taps for output `positions`."""
+    return [pos * s + t * d for pos, t, s, d in zip(positions, taps, p["strides"], p["dilation"])]
+
+
+def _pool_input(data: te.Tensor, attrs: dict, name: str, rank: int, fill):
+    """Params, output shape and the padded input (ceil mode pads `stride - 1` more after)."""
     info = [TensorInfo(data.shape, data.dtype)]
-    p = _pool_params(name, info, attrs)
-    shape = make_pool_infer(name)(info, attrs).shape
+    p = _pool_params(name, info, attrs, rank)
+    shape = make_pool_infer(name, rank)(info, attrs).shape
     extra = [s - 1 if attrs["ceil_mode"] else 0 for s in p["strides"]]
     after = [a + e for a, e in zip(p["after"], extra)]
     padded = pad(data, (0, 0, *p["before"]), (0, 0, *after), value=fill)
-    taps = [te.reduce_axis((0, k), name=n) for k, n in zip(p["pool_size"], ("ry", "rx"))]
-
-    def position(axis: int, out_index):
-        return out_index * p["strides"][axis] + taps[axis] * p["dilation"][axis]
-
-    return p, shape, padded, taps, position
+    return p, shape, padded
 
 
-def legalize_max_pool2d(inputs: list, attrs: dict) -> te.Tensor:
-    data = inputs[0]
-    fill = te.min_value(data.dtype).value
-    _, shape, padded, taps, at = _pool_window(data, attrs, "relax.nn.max_pool2d", fill)
+def make_max_pool(rank: int):
+    name = f"relax.nn.max_pool{rank}d"
 
-    def body(n, c, y, x):
-        return te.max(padded[n, c, at(0, y), at(1, x)], axis=taps)
+    def legalize(inputs: list, attrs: dict) -> te.Tensor:
+        data = inputs[0]
+        fill = te.min_value(data.dtype).value
+        p, shape, padded = _pool_input(data, attrs, name, rank, fill)
+        taps = _window_taps(p)
 
-    return te.compute(shape, body, name="pool_max")
+        def body(*indices):
+            window = _window_index(p, taps, indices[2:])
+            return te.max(padded[(*indices[:2], *window)], axis=taps)
+
+        return te.compute(shape, body, name="pool_max")
+
+    return legalize
 
 
-def _window_count(p: dict, sizes, shape, taps, at, include_pad: bool) -> te.Tensor:
+def _window_count(p: dict, sizes, shape, include_pad: bool) -> te.Tensor:
     """How many taps of each output's window count toward the average: inside the input, or
     inside the input plus its declared padding (count_include_pad)."""
+    taps = _window_taps(p, prefix="c")
 
-    def inside(axis: int, out_index):
-        pos = at(axis, out_index) - p["before"][axis]  # position in unpadded coordinates
+    def inside(axis: int, position):
+        pos = position - p["before"][axis]  # in unpadded coordinates
         lo = -p["before"][axis] if include_pad else 0
         hi = sizes[axis] + (p["after"][axis] if include_pad else 0)
         return op.all(pos >= lo, pos < hi)
 
-    def body(n, c, y, x):
-        valid = op.all(inside(0, y), inside(1, x))
+    def body(*indices):
+        window = _window_index(p, taps, indices[2:])
+        valid = op.all(*(inside(axis, pos) for axis, pos in enumerate(window)))
         return te.sum(op.select(valid, op.const(1, "int32"), op.const(0, "int32")), axis=taps)
 
     return te.compute(shape, body, name="pool_count")
 
 
-def legalize_avg_pool2d(inputs: list, attrs: dict) -> te.Tensor:
-    data = inputs[0]
-    name = "relax.nn.avg_pool2d"
-    p, shape, padded, taps, at = _pool_window(data, attrs, name, 0.0)
-    total = te.compute(
-        shape, lambda n, c, y, x: te.sum(padded[n, c, at(0, y), at(1, x)], axis=taps),
-        name="pool_sum",
-    )  # fmt: skip
-    count_taps = [te.reduce_axis((0, k), name=f"c{n}") for k, n in zip(p["pool_size"], "yx")]
+def make_avg_pool(rank: int):
+    name = f"relax.nn.avg_pool{rank}d"
 
-    def at_count(axis, out_index):
-        return out_index * p["strides"][axis] + count_taps[axis] * p["dilation"][axis]
+    def legalize(inputs: list, attrs: dict) -> te.Tensor:
+        data = inputs[0]
+        p, shape, padded = _pool_input(data, attrs, name, rank, 0.0)
+        taps = _window_taps(p)
 
-    count = _window_count(p, data.shape[2:], shape, count_taps, at_count,
-                          bool(attrs["count_include_pad"]))  # fmt: skip
+        def window_sum(*indices):
+            window = _window_index(p, taps, indices[2:])
+            return te.sum(padded[(*indices[:2], *window)], axis=taps)
 
-    def average(n, c, y, x):
-        divisor = op.cast(op.max(count[n, c, y, x], op.const(1, "int32")), data.dtype)
-        return total[n, c, y, x] / divisor
+        total = te.compute(shape, window_sum, name="pool_sum")
+        count = _window_count(p, data.shape[2:], shape, bool(attrs["count_include_pad"]))
 
-    return te.compute(shape, average, name="pool_avg")
+        def average(*indices):
+            divisor = op.cast(op.max(count[indices], op.const(1, "int32")), data.dtype)
+            return total[indices] / divisor
 
+        return te.compute(shape, average, name="pool_avg")
 
-def _adaptive_output(name: str, inputs, attrs: dict) -> tuple:
-    size = attrs["output_size"]
-    if size is None:
-        return tuple(inputs[0].shape[2:])
-    return ints(name, "output_size", size, 2)
+    return legalize
 
 
-def infer_adaptive_avg_pool2d(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-    """(N, C, H, W) -> (N, C, *output_size); output_size None keeps (H, W)."""
-    name = "relax.nn.adaptive_avg_pool2d"
-    check_rank(name, inputs, 0, (4,), "data")
-    layout = (attrs["layout"], attrs.get("out_layout") or attrs["layout"])
-    if layout != ("NCHW", "NCHW"):
-        raise fail(name, inputs, f"only layout=NCHW is supported, got {layout}")
-    out = _adaptive_output(name, inputs, attrs)
-    if any(static(op.convert(o)) is not None and static(op.convert(o)) < 1 for o in out):
-        raise fail(name, inputs, f"output_size must be >= 1, got {out}")
-    return TensorInfo((*inputs[0].shape[:2], *out), inputs[0].dtype)
+def make_adaptive_infer(rank: int):
+    name = f"relax.nn.adaptive_avg_pool{rank}d"
+
+    def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
+        """(N, C, *spatial) -> (N, C, *output_size); output_size None keeps the input's."""
+        check_rank(name, inputs, 0, (rank + 2,), "data")
+        _check_pool_layout(name, inputs, attrs, rank)
+        size = attrs["output_size"]
+        out = tuple(inputs[0].shape[2:]) if size is None else ints(name, "output_size", size, rank)
+        if any(static(op.convert(o)) is not None and static(op.convert(o)) < 1 for o in out):
+            raise fail(name, inputs, f"output_size must be >= 1, got {out}")
+        return TensorInfo((*inputs[0].shape[:2], *out), inputs[0].dtype)
+
+    return infer
 
 
-def _adaptive_window(name: str, size, out: int) -> int | None:
+def _adaptive_window(size, out: int) -> int | PrimExpr | None:
     """The largest window of adaptive pooling along one axis (start floor(i*size/out), end
     ceil((i+1)*size/out)); the whole axis when out == 1; None when it cannot be known."""
     if out == 1:
@@ -363,66 +424,73 @@ def _adaptive_window(name: str, size, out: int) -> int | None:
     return max(-(-(i + 1) * size // out) - i * size // out for i in range(out))
 
 
-def legalize_adaptive_avg_pool2d(inputs: list, attrs: dict) -> te.Tensor:
-    data = inputs[0]
-    name = "relax.nn.adaptive_avg_pool2d"
-    info = [TensorInfo(data.shape, data.dtype)]
-    shape = infer_adaptive_avg_pool2d(info, attrs).shape
-    outs = [static(o) for o in shape[2:]]
-    windows = [_adaptive_window(name, s, o) for s, o in zip(data.shape[2:], outs)]
-    if None in outs or None in windows:
-        raise fail(name, info, "legalization needs static sizes unless output_size is 1")
-    taps = [te.reduce_axis((0, w), name=n) for w, n in zip(windows, ("ry", "rx"))]
+def make_adaptive_legalize(rank: int):
+    name = f"relax.nn.adaptive_avg_pool{rank}d"
 
-    def bounds(axis: int, index):
-        size = data.shape[2 + axis]
-        start = op.floordiv(index * size, outs[axis])
-        end = op.floordiv((index + 1) * size + outs[axis] - 1, outs[axis])
-        return start, end
+    def legalize(inputs: list, attrs: dict) -> te.Tensor:
+        data = inputs[0]
+        info = [TensorInfo(data.shape, data.dtype)]
+        shape = make_adaptive_infer(rank)(info, attrs).shape
+        outs = [static(o) for o in shape[2:]]
+        windows = [_adaptive_window(s, o) for s, o in zip(data.shape[2:], outs)]
+        if None in outs or None in windows:
+            raise fail(name, info, "legalization needs static sizes unless output_size is 1")
+        taps = _window_taps({"pool_size": windows})
 
-    def total(n, c, y, x):
-        (y0, y1), (x0, x1) = bounds(0, y), bounds(1, x)
-        yy, xx = y0 + taps[0], x0 + taps[1]
-        valid = op.all(yy < y1, xx < x1)
-        zero = op.const(0, data.dtype)
-        return te.sum(op.if_then_else(valid, data[n, c, yy, xx], zero), axis=taps)
+        def bounds(axis: int, index):
+            size = data.shape[2 + axis]
+            start = op.floordiv(index * size, outs[axis])
+            return start, op.floordiv((index + 1) * size + outs[axis] - 1, outs[axis])
 
-    summed = te.compute(shape, total, name="adaptive_pool_sum")
+        def total(*indices):
+            ranges = [bounds(a, i) for a, i in enumerate(indices[2:])]
+            window = [lo + t for (lo, _), t in zip(ranges, taps)]
+            valid = op.all(*(w < hi for w, (_, hi) in zip(window, ranges)))
+            value = op.if_then_else(valid, data[(*indices[:2], *window)], op.const(0, data.dtype))
+            return te.sum(value, axis=taps)
 
-    def average(n, c, y, x):
-        (y0, y1), (x0, x1) = bounds(0, y), bounds(1, x)
-        return summed[n, c, y, x] / op.cast((y1 - y0) * (x1 - x0), data.dtype)
+        summed = te.compute(shape, total, name="adaptive_pool_sum")
 
-    return te.compute(shape, average, name="adaptive_pool_avg")
+        def average(*indices):
+            count = 1
+            for axis, index in enumerate(indices[2:]):
+                lo, hi = bounds(axis, index)
+                count = count * (hi - lo)
+            return summed[indices] / op.cast(count, data.dtype)
+
+        return te.compute(shape, average, name="adaptive_pool_avg")
+
+    return legalize
 
 
 _POOL_ATTRS = {"pool_size": REQUIRED, "strides": 1, "padding": 0, "dilation": 1,
-               "ceil_mode": False, "count_include_pad": False, "layout": "NCHW",
-               "out_layout": None}  # fmt: skip
-register_op(
-    "relax.nn.max_pool2d",
-    num_inputs=1,
-    pattern="out_ewise_fusable",
-    infer=make_pool_infer("relax.nn.max_pool2d"),
-    legalize=legalize_max_pool2d,
-    attrs=_POOL_ATTRS,
-    doc="2-D max pooling, NCHW; padded positions never win.",
-)
-register_op(
-    "relax.nn.avg_pool2d",
-    num_inputs=1,
-    pattern="out_ewise_fusable",
-    infer=make_pool_infer("relax.nn.avg_pool2d"),
-    legalize=legalize_avg_pool2d,
-    attrs=_POOL_ATTRS,
-    doc="2-D average pooling, NCHW; count_include_pad counts declared padding in the divisor.",
-)
-register_op(
-    "relax.nn.adaptive_avg_pool2d",
-    num_inputs=1,
-    pattern="out_ewise_fusable",
-    infer=infer_adaptive_avg_pool2d,
-    legalize=legalize_adaptive_avg_pool2d,
-    attrs={"output_size": None, "layout": "NCHW", "out_layout": None},
-    doc="Adaptive average pooling to output_size (global average pooling: output_size=1).",
-)
+               "ceil_mode": False, "count_include_pad": False, "out_layout": None}  # fmt: skip
+for _rank, _layout in _POOL_LAYOUTS.items():
+    register_op(
+        f"relax.nn.max_pool{_rank}d",
+        num_inputs=1,
+        pattern="out_ewise_fusable",
+        infer=make_pool_infer(f"relax.nn.max_pool{_rank}d", _rank),
+        legalize=make_max_pool(_rank),
+        attrs={**_POOL_ATTRS, "layout": _layout},
+        doc=f"{_rank}-D max pooling, {_layout}; padded positions never win.",
+    )
+    register_op(
+        f"relax.nn.avg_pool{_rank}d",
+        num_inputs=1,
+        pattern="out_ewise_fusable",
+        infer=make_pool_infer(f"relax.nn.avg_pool{_rank}d", _rank),
+        legalize=make_avg_pool(_rank),
+        attrs={**_POOL_ATTRS, "layout": _layout},
+        doc=f"{_rank}-D average pooling, {_layout}; count_include_pad counts the declared "
+        "padding in the divisor.",
+    )
+    register_op(
+        f"relax.nn.adaptive_avg_pool{_rank}d",
+        num_inputs=1,
+        pattern="out_ewise_fusable",
+        infer=make_adaptive_infer(_rank),
+        legalize=make_adaptive_legalize(_rank),
+        attrs={"output_size": None, "layout": _layout, "out_layout": None},
+        doc=f"{_rank}-D adaptive average pooling to output_size (global: output_size=1).",
+    )

@@ -15,8 +15,14 @@ from schedlab import te
 from schedlab.ir import op
 
 from ._nn_common import (
-    check_float, check_rank, dims_differ, fail, normalize_axes, normalize_axis, static,
-)  # fmt: skip
+    check_float,
+    check_rank,
+    dims_differ,
+    fail,
+    normalize_axes,
+    normalize_axis,
+    static,
+)
 from .registry import REQUIRED, TensorInfo, register_op
 
 
@@ -58,7 +64,7 @@ def _softmax_parts(data: te.Tensor, attrs: dict):
     row_max = reduce_stage(data.shape, (axis,), lambda i: data[i], "T_softmax_maxelem", te.max)
     shifted = te.compute(
         data.shape, lambda *i: te.exp(data[i] - row_max[drop(i, (axis,))]), name="T_softmax_exp"
-    )  # fmt: skip
+    )
     total = reduce_stage(data.shape, (axis,), lambda i: shifted[i], "T_softmax_expsum")
     return axis, row_max, shifted, total
 
@@ -68,7 +74,7 @@ def legalize_softmax(inputs: list, attrs: dict) -> te.Tensor:
     axis, _, shifted, total = _softmax_parts(data, attrs)
     return te.compute(
         data.shape, lambda *i: shifted[i] / total[drop(i, (axis,))], name="T_softmax_norm"
-    )  # fmt: skip
+    )
 
 
 def legalize_log_softmax(inputs: list, attrs: dict) -> te.Tensor:
@@ -220,8 +226,12 @@ def _group_check(name: str, inputs, attrs: dict) -> tuple[int, int]:
     groups = attrs["num_groups"]
     channels = static(inputs[0].shape[channel])
     if not isinstance(groups, int) or groups < 1 or (channels is not None and channels % groups):
-        raise fail(name, inputs, f"num_groups={groups!r} must be >= 1 and divide the "
-                   f"{inputs[0].shape[channel]} channels")  # fmt: skip
+        raise fail(
+            name,
+            inputs,
+            f"num_groups={groups!r} must be >= 1 and divide the "
+            f"{inputs[0].shape[channel]} channels",
+        )
     return channel, groups
 
 
@@ -345,7 +355,7 @@ def legalize_lrn(inputs: list, attrs: dict) -> te.Tensor:
     bias, beta = op.const(attrs["bias"], dtype), op.const(attrs["beta"], dtype)
     return te.compute(
         data.shape, lambda *i: data[i] / te.pow(bias + alpha * squares[i], beta), name="T_lrn"
-    )  # fmt: skip
+    )
 
 
 _NORM = {"epsilon": 1e-5, "center": True, "scale": True}

@@ -10,7 +10,9 @@ iterate `dom`; when `dom` pokes out of `bound`, a predicate keeps the block in r
 
 `cover=True` (compute_at) takes every instance that touches the required region; `cover=False`
 (reverse_compute_at) only instances whose whole access lies inside it (they read data that is
-ready at that iteration).
+ready at that iteration). Instances whose read falls outside the buffer (a guarded read, as in
+padding) need no data, but must still run once: reverse_compute_at gives them to the iteration
+whose required region reaches that edge of the buffer, or refuses when that is not static.
 """
 
 from __future__ import annotations
@@ -86,12 +88,15 @@ def solve_dimension(provided: IntervalSet, required: IntervalSet, dim_max, iter_
     linear = _linear(low, var, analyzer)
     if linear is not None and isinstance(extent, E.IntImm):
         solved = _linear_dimension(var, linear, extent.value, required, dim_max, analyzer, cover)
-        if cover:
-            return solved
-        return _with_guarded_instances(solved, iter_vars[id(var)], required, dim_max, analyzer)
-    if extent_is_one(extent):
-        return _divmod_dimension(low, var, required, dim_max, analyzer)
-    raise UnsolvableDomainError(f"index range {low}:{high} + 1 is not an affine function of {var}")
+    elif extent_is_one(extent):
+        solved = _divmod_dimension(low, var, required, dim_max, analyzer)
+    else:
+        raise UnsolvableDomainError(
+            f"index range {low}:{high} + 1 is not an affine function of {var}"
+        )
+    if cover or solved[1] is None:  # compute_at, or `v % f`: every instance stays
+        return solved
+    return _with_guarded_instances(solved, iter_vars[id(var)], required, dim_max, analyzer)
 
 
 def extent_is_one(extent) -> bool:

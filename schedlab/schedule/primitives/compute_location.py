@@ -134,7 +134,10 @@ def reverse_compute_at(ctx: PrimitiveContext, block: Block, loop: For,
         before its own consumers there;
       - each instance of the block reads only data produced in the same iteration of `loop`
         (its read indices are affine in its iter vars), and a reduction is not split across
-        iterations of `loop`.
+        iterations of `loop`;
+      - instances that read outside the buffer (a guarded read, such as a padding border) run
+        at the iteration that produces the buffer's edge, so that iteration must be known
+        statically (e.g. `loop` produces the whole dimension at each iteration).
 
     Parameters:
       block: the consumer block to move.

@@ -113,7 +113,9 @@ def test_where_broadcasts_three_ways():
 
 def test_astype():
     x = rand(3, 5) * 10
-    np.testing.assert_array_equal(run_op("relax.astype", [x], {"dtype": "int32"}), x.astype("int32"))
+    np.testing.assert_array_equal(
+        run_op("relax.astype", [x], {"dtype": "int32"}), x.astype("int32")
+    )
     out = run_op("relax.astype", [x], {"dtype": "float64"})
     assert out.dtype == np.float64
 
@@ -134,6 +136,12 @@ def test_symbolic_broadcast_shape():
     assert same.shape[0] is n
 
 
+def test_zero_dim_tensors():
+    x = np.array(-1.5, dtype="float32")
+    np.testing.assert_array_equal(run_op("relax.nn.relu", [x]), np.float32(0))
+    np.testing.assert_array_equal(run_op("relax.add", [x, rand(3)]), x + rand(3))
+
+
 def test_pattern_names():
     assert get_op("relax.add").pattern == "broadcast"
     assert get_op("relax.nn.relu").pattern == "elemwise"
@@ -142,9 +150,15 @@ def test_pattern_names():
 @pytest.mark.parametrize(
     "name,inputs,attrs,words",
     [
-        ("relax.add", [TensorInfo((4, 2)), TensorInfo((3,))], {}, ["relax.add", "(4, 2)", "2 with 3"]),
+        (
+            "relax.add",
+            [TensorInfo((4, 2)), TensorInfo((3,))],
+            {},
+            ["relax.add", "(4, 2)", "2 with 3"],
+        ),
         ("relax.add", [TensorInfo((3,)), TensorInfo((3,), "int32")], {}, ["same dtype", "int32"]),
         ("relax.exp", [TensorInfo((3,), "int32")], {}, ["relax.exp", "float", "int32"]),
+        ("relax.power", [TensorInfo((3,), "int32")] * 2, {}, ["relax.power", "float"]),
         ("relax.nn.prelu", [TensorInfo((2, 3)), TensorInfo((4,))], {}, ["4 elements", "(2, 3)"]),
         ("relax.nn.prelu", [TensorInfo((2, 3)), TensorInfo((3,))], {"axis": 2}, ["axis 2"]),
         ("relax.where", [TensorInfo((3,)), TensorInfo((3,)), TensorInfo((3,))], {}, ["bool"]),

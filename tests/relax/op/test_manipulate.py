@@ -6,7 +6,7 @@ import pytest
 from schedlab.ir.expr import SizeVar
 from schedlab.relax.op import OpTypeError, TensorInfo, get_op
 
-from ._run import rand, run_op, static
+from ._run import rand, run_op, run_symbolic, static
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,10 @@ def test_split(spec, axis):
     "attrs,index",
     [
         ({"axes": [1], "begin": [1], "end": [4]}, np.s_[:, 1:4]),
-        ({"axes": [0, 2], "begin": [-2, 0], "end": [100, 7], "strides": [1, 2]}, np.s_[-2:, :, 0:7:2]),
+        (
+            {"axes": [0, 2], "begin": [-2, 0], "end": [100, 7], "strides": [1, 2]},
+            np.s_[-2:, :, 0:7:2],
+        ),
         ({"axes": [1], "begin": [-1], "end": [-100], "strides": [-2]}, np.s_[:, -1::-2]),
         ({"begin": [1, 6], "end": [3, 0], "strides": [1, -3]}, np.s_[1:3, 6:0:-3]),
         ({"axes": [2], "begin": [5], "end": [2]}, np.s_[:, :, 5:2]),
@@ -88,7 +91,9 @@ def test_take_clip_and_wrap_modes():
     np.testing.assert_array_equal(run_op("relax.take", [x, indices], {"axis": 0, "mode": "wrap"}),
                                   np.take(x, indices, mode="wrap"))  # fmt: skip
     out = run_op("relax.take", [x, indices], {"axis": 0, "mode": "clip"})
-    np.testing.assert_array_equal(out, x[np.clip(np.where(indices < 0, indices + 7, indices), 0, 6)])
+    np.testing.assert_array_equal(
+        out, x[np.clip(np.where(indices < 0, indices + 7, indices), 0, 6)]
+    )
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
@@ -150,7 +155,9 @@ def test_symbolic_shapes():
     assert info.shape[1].value == 5
     info = get_op("relax.permute_dims").infer_info([TensorInfo((n, 2))], {})
     assert info.shape[1] is n
-    info = get_op("relax.split").infer_info([TensorInfo((n, 6))], {"indices_or_sections": 2})
+    info = get_op("relax.split").infer_info(
+        [TensorInfo((n, 6))], {"indices_or_sections": 2, "axis": 1}
+    )
     assert len(info) == 2 and info[0].shape[0] is n and info[0].shape[1].value == 3
     assert get_op("relax.reshape").pattern == "injective"
 
@@ -162,7 +169,12 @@ def _t(*shape, dtype="float32"):
 @pytest.mark.parametrize(
     "name,inputs,attrs,words",
     [
-        ("relax.reshape", [_t(3, 5)], {"shape": (4, 4)}, ["relax.reshape", "15 elements", "(3, 5)"]),
+        (
+            "relax.reshape",
+            [_t(3, 5)],
+            {"shape": (4, 4)},
+            ["relax.reshape", "15 elements", "(3, 5)"],
+        ),
         ("relax.reshape", [_t(3, 5)], {"shape": (-1, -1)}, ["more than one -1"]),
         ("relax.reshape", [_t(3, 5)], {"shape": (2, -1)}, ["15 elements"]),
         ("relax.squeeze", [_t(3, 5)], {"axis": [1]}, ["size 5", "not 1"]),
@@ -193,3 +205,19 @@ def test_errors(name, inputs, attrs, words):
 
 def test_static_helper():
     assert static((3, 5)) == (3, 5)
+
+
+def test_symbolic_legalization_runs():
+    n = SizeVar("n", "int32")
+    x = rand(5, 4, 3)
+    out = run_symbolic("relax.reshape", [x], [(n, 4, 3)], (5, 12), {"shape": (0, -1)})
+    np.testing.assert_array_equal(out, x.reshape(5, 12))
+    out = run_symbolic("relax.permute_dims", [x], [(n, 4, 3)], (3, 5, 4), {"axes": [2, 0, 1]})
+    np.testing.assert_array_equal(out, x.transpose(2, 0, 1))
+    y = rand(5, 2, 3, seed=1)
+    out = run_symbolic("relax.concat", [x, y], [(n, 4, 3), (n, 2, 3)], (5, 6, 3), {"axis": 1})
+    np.testing.assert_array_equal(out, np.concatenate([x, y], 1))
+    out = run_symbolic("relax.add", [x, x[0, 0]], [(n, 4, 3), (3,)], (5, 4, 3))
+    np.testing.assert_array_equal(out, x + x[0, 0])
+    out = run_symbolic("relax.sum", [x], [(n, 4, 3)], (5, 3), {"axis": 1})
+    np.testing.assert_allclose(out, x.sum(1), rtol=1e-5)

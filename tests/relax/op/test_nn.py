@@ -19,7 +19,9 @@ def run_op(name: str, arrays, attrs=None, build=False, rtol=1e-5, atol=1e-5):
     attrs = attrs or {}
     infos = [TensorInfo(a.shape, str(a.dtype)) for a in arrays]
     info = spec.infer_info(infos, attrs)
-    placeholders = [te.placeholder(a.shape, str(a.dtype), name=f"x{i}") for i, a in enumerate(arrays)]
+    placeholders = [
+        te.placeholder(a.shape, str(a.dtype), name=f"x{i}") for i, a in enumerate(arrays)
+    ]
     out = spec.legalize(placeholders, spec.resolve_attrs(attrs))
     assert tuple(int(d) for d in out.shape) == info.static_shape()
     assert out.dtype == info.dtype
@@ -77,15 +79,15 @@ def test_conv2d(attrs, before, after):
     strides = attrs.get("strides", 1)
     strides = (strides,) * 2 if isinstance(strides, int) else strides
     dilation = (attrs.get("dilation", 1),) * 2
-    np.testing.assert_allclose(got, conv_ref(x, w, strides, before, after, dilation, groups),
-                               rtol=1e-4, atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        got, conv_ref(x, w, strides, before, after, dilation, groups), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_conv1d_and_compiled_conv2d():
     x, w = rand(1, 4, 11), rand(6, 2, 3)
     got = run_op("relax.nn.conv1d", [x, w], dict(strides=2, padding=(2, 1), groups=2))
-    np.testing.assert_allclose(got, conv_ref(x, w, (2,), (2,), (1,), (1,), 2), rtol=1e-4,
-                               atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(got, conv_ref(x, w, (2,), (2,), (1,), (1,), 2), rtol=1e-4, atol=1e-4)
     x, w = rand(1, 3, 5, 6), rand(4, 3, 3, 3)
     got = run_op("relax.nn.conv2d", [x, w], dict(padding=1), build=True)
     ref = conv_ref(x, w, (1, 1), (1, 1), (1, 1), (1, 1), 1)
@@ -97,10 +99,25 @@ def conv_transpose_ref(x, w, strides, before, after, output_padding, dilation, g
     n, ci, h, wd = x.shape
     cog, kh, kw = w.shape[1:]
     cig = ci // groups
-    oh = (h - 1) * strides[0] - before[0] - after[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
-    ow = (wd - 1) * strides[1] - before[1] - after[1] + dilation[1] * (kw - 1) + output_padding[1] + 1
-    full = np.zeros((n, cog * groups, oh + before[0] + kh * dilation[0] + h * strides[0],
-                     ow + before[1] + kw * dilation[1] + wd * strides[1]))  # fmt: skip
+    oh = (
+        (h - 1) * strides[0] - before[0] - after[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
+    )
+    ow = (
+        (wd - 1) * strides[1]
+        - before[1]
+        - after[1]
+        + dilation[1] * (kw - 1)
+        + output_padding[1]
+        + 1
+    )
+    full = np.zeros(
+        (
+            n,
+            cog * groups,
+            oh + before[0] + kh * dilation[0] + h * strides[0],
+            ow + before[1] + kw * dilation[1] + wd * strides[1],
+        )
+    )
     for c in range(ci):
         g = c // cig
         for y, xx, ky, kx in np.ndindex(h, wd, kh, kw):
@@ -111,9 +128,12 @@ def conv_transpose_ref(x, w, strides, before, after, output_padding, dilation, g
 
 @pytest.mark.parametrize(
     "attrs",
-    [dict(), dict(strides=2, padding=1, output_padding=1), dict(strides=(3, 2), padding=(0, 1, 2, 0),
-     dilation=2, groups=2)],
-)  # fmt: skip
+    [
+        dict(),
+        dict(strides=2, padding=1, output_padding=1),
+        dict(strides=(3, 2), padding=(0, 1, 2, 0), dilation=2, groups=2),
+    ],
+)
 def test_conv2d_transpose(attrs):
     groups = attrs.get("groups", 1)
     x, w = rand(1, 4, 5, 4), rand(4, 3, 3, 2)
@@ -128,29 +148,64 @@ def test_conv2d_transpose(attrs):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
-def pool_ref(x, kind, k, s, before, after, ceil_mode=False, include_pad=False, dilation=(1, 1)):
-    """Explicit window loops over the input, TVM output sizes, PyTorch divisor rules."""
-    n, c, h, w = x.shape
+def pool_ref(x, kind, k, s, before, after, ceil_mode=False, include_pad=False, dilation=None):
+    """Explicit window loops over any number of spatial axes, PyTorch's output sizes and divisor
+    rules (ceil mode drops a window starting in the trailing padding; count_include_pad counts
+    declared padding only)."""
+    sizes = x.shape[2:]
+    dilation = dilation or (1,) * len(sizes)
     outs = []
-    for size, kk, st, b, a, d in zip((h, w), k, s, before, after, dilation):
+    for size, kk, st, b, a, d in zip(sizes, k, s, before, after, dilation):
         span = size + b + a - d * (kk - 1) - 1 + (st - 1 if ceil_mode else 0)
-        outs.append(span // st + 1)
-    result = np.zeros((n, c, *outs))
-    for oy, ox in np.ndindex(*outs):
+        count = span // st + 1
+        outs.append(count - 1 if ceil_mode and (count - 1) * st >= size + b else count)
+    result = np.zeros((*x.shape[:2], *outs))
+    for out in np.ndindex(*outs):
         values, count = [], 0
-        for ky, kx in np.ndindex(*k):
-            y = oy * s[0] + ky * dilation[0] - before[0]
-            xx = ox * s[1] + kx * dilation[1] - before[1]
-            inside = 0 <= y < h and 0 <= xx < w
-            padded = -before[0] <= y < h + after[0] and -before[1] <= xx < w + after[1]
+        for taps in np.ndindex(*k):
+            pos = [o * st + t * d - b for o, t, st, d, b in zip(out, taps, s, dilation, before)]
+            inside = all(0 <= p < n for p, n in zip(pos, sizes))
+            padded = all(-b <= p < n + a for p, n, b, a in zip(pos, sizes, before, after))
             count += padded if include_pad else inside
             if inside:
-                values.append(x[:, :, y, xx])
-        if kind == "max":
-            result[:, :, oy, ox] = np.max(values, axis=0)
-        else:
-            result[:, :, oy, ox] = np.sum(values, axis=0) / max(count, 1)
+                values.append(x[(slice(None), slice(None), *pos)])
+        reduced = np.max(values, axis=0) if kind == "max" else np.sum(values, 0) / max(count, 1)
+        result[(slice(None), slice(None), *out)] = reduced
     return result
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize(
+    "shape, attrs, before, after",
+    [
+        ((2, 3, 9), dict(pool_size=3, strides=2, padding=(1, 2)), (1,), (2,)),
+        (
+            (1, 2, 5, 4, 6),
+            dict(pool_size=(2, 3, 2), strides=2, padding=1, ceil_mode=True),
+            (1, 1, 1),
+            (1, 1, 1),
+        ),
+    ],
+)
+def test_pool_1d_3d(kind, shape, attrs, before, after):
+    x = rand(*shape)
+    rank = x.ndim - 2
+    got = run_op(f"relax.nn.{kind}_pool{rank}d", [x], attrs)
+    k = attrs["pool_size"]
+    k = (k,) * rank if isinstance(k, int) else k
+    strides = (attrs["strides"],) * rank
+    ref = pool_ref(x, kind, k, strides, before, after, attrs.get("ceil_mode", False))
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_1d_3d():
+    x = rand(2, 3, 7)
+    got = run_op("relax.nn.adaptive_avg_pool1d", [x], dict(output_size=3))
+    ref = adaptive_ref(x[..., None], (3, 1))[..., 0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    x = rand(1, 2, 3, 4, 5)
+    got = run_op("relax.nn.adaptive_avg_pool3d", [x], dict(output_size=1))
+    np.testing.assert_allclose(got, x.mean(axis=(2, 3, 4), keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])
@@ -174,8 +229,17 @@ def test_pool2d(kind, attrs):
     p = attrs.get("padding", 0)
     p = (p, p) if isinstance(p, int) else p
     before, after = (p[:2], p[2:]) if len(p) == 4 else (p, p)
-    ref = pool_ref(x, kind, k, s, before, after, attrs.get("ceil_mode", False),
-                   attrs.get("count_include_pad", False), (attrs.get("dilation", 1),) * 2)  # fmt: skip
+    ref = pool_ref(
+        x,
+        kind,
+        k,
+        s,
+        before,
+        after,
+        attrs.get("ceil_mode", False),
+        attrs.get("count_include_pad", False),
+        (attrs.get("dilation", 1),) * 2,
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -222,20 +286,63 @@ def expect_error(name, infos, attrs, match):
 
 
 def test_errors():
-    expect_error("relax.nn.conv2d", [(1, 3, 5, 5), (4, 2, 3, 3)], {}, r"relax.nn.conv2d: data "
-                 r"channels 3 != weight's 2 \* groups 1; inputs \(Tensor\(\(1, 3, 5, 5\)")  # fmt: skip
+    expect_error(
+        "relax.nn.conv2d",
+        [(1, 3, 5, 5), (4, 2, 3, 3)],
+        {},
+        r"relax.nn.conv2d: data "
+        r"channels 3 != weight's 2 \* groups 1; inputs \(Tensor\(\(1, 3, 5, 5\)",
+    )
     expect_error("relax.nn.conv2d", [(1, 3, 5), (4, 3, 3, 3)], {}, "data must have rank 4")
     expect_error("relax.nn.conv2d", [(1, 3, 2, 2), (4, 3, 3, 3)], {}, "empty output")
     expect_error("relax.nn.conv2d", [(1, 4, 5, 5), (6, 2, 3, 3)], dict(groups=4), "channels")
     expect_error("relax.nn.conv2d", [(1, 3, 5, 5), (4, 3, 3, 3)], dict(strides=0), "strides")
-    expect_error("relax.nn.conv2d", [(1, 3, 5, 5), (4, 3, 3, 3)], dict(padding=(1, 2, 3)),
-                 "padding")  # fmt: skip
-    expect_error("relax.nn.conv2d", [(1, 3, 5, 5), (4, 3, 3, 3)], dict(data_layout="NHWC"),
-                 "only data_layout=NCHW")  # fmt: skip
-    expect_error("relax.nn.conv2d_transpose", [(1, 3, 5, 5), (3, 2, 3, 3)],
-                 dict(output_padding=1), "output_padding")  # fmt: skip
+    expect_error(
+        "relax.nn.conv2d", [(1, 3, 5, 5), (4, 3, 3, 3)], dict(padding=(1, 2, 3)), "padding"
+    )
+    expect_error(
+        "relax.nn.conv2d",
+        [(1, 3, 5, 5), (4, 3, 3, 3)],
+        dict(data_layout="NHWC"),
+        "only data_layout=NCHW",
+    )
+    expect_error(
+        "relax.nn.conv2d_transpose",
+        [(1, 3, 5, 5), (3, 2, 3, 3)],
+        dict(output_padding=1),
+        "output_padding",
+    )
     expect_error("relax.nn.max_pool2d", [(1, 3, 5, 5)], {}, "missing required attribute")
     expect_error("relax.nn.max_pool2d", [(3, 5, 5)], dict(pool_size=2), "rank 4")
     expect_error("relax.nn.avg_pool2d", [(1, 3, 2, 2)], dict(pool_size=3), "empty output")
     expect_error("relax.nn.dropout", [(3,)], dict(rate=1.5), "rate")
     assert get_op("relax.nn.conv2d").pattern == "out_ewise_fusable"
+
+
+@pytest.mark.parametrize(
+    "name, shapes, attrs",
+    [
+        ("relax.nn.conv2d", [("n", 3, 6, 5), (4, 3, 3, 3)], dict(padding=1, strides=2)),
+        ("relax.nn.max_pool2d", [("n", 2, "h", 5)], dict(pool_size=2, ceil_mode=True)),
+        ("relax.nn.adaptive_avg_pool2d", [("n", 2, "h", 5)], dict(output_size=1)),
+        ("relax.nn.softmax", [("n", 7)], dict(axis=0)),
+        ("relax.nn.layer_norm", [("n", 7), (7,), (7,)], dict(axes=-1)),
+        ("relax.matmul", [("n", 3, 5), (5, 2)], {}),
+        ("relax.nn.attention", [(1, "n", 2, 4), (1, "n", 2, 4), (1, "n", 2, 3)], {}),
+    ],
+)
+def test_symbolic_legalize_runs(name, shapes, attrs):
+    """Legalized with named dims, interpreted at two concrete sizes against the static run."""
+    dims = {"n": te.size_var("n"), "h": te.size_var("h")}
+    spec = get_op(name)
+    symbolic = [tuple(dims.get(d, d) for d in s) for s in shapes]
+    placeholders = [te.placeholder(s, "float32", name=f"x{i}") for i, s in enumerate(symbolic)]
+    out = spec.legalize(placeholders, spec.resolve_attrs(attrs))
+    func = te.create_prim_func([*placeholders, out])
+    for n, h in ((2, 5), (3, 6)):
+        sizes = {"n": n, "h": h}
+        arrays = [rand(*(sizes.get(d, d) for d in s)) for s in shapes]
+        expected = run_op(name, arrays, attrs)
+        result = np.zeros_like(expected)
+        schedlab.interpret(func, *arrays, result)
+        np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)

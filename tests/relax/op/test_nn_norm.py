@@ -19,8 +19,9 @@ def softmax_ref(x, axis):
 @pytest.mark.parametrize("axis", [-1, 0, 1])
 def test_softmax_and_log_softmax(axis):
     x = rand(3, 5, 7) * 4
-    np.testing.assert_allclose(run_op("relax.nn.softmax", [x], dict(axis=axis)),
-                               softmax_ref(x, axis), **TOL)  # fmt: skip
+    np.testing.assert_allclose(
+        run_op("relax.nn.softmax", [x], dict(axis=axis)), softmax_ref(x, axis), **TOL
+    )
     got = run_op("relax.nn.log_softmax", [x], dict(axis=axis))
     np.testing.assert_allclose(got, np.log(softmax_ref(x.astype(np.float64), axis)), **TOL)
 
@@ -37,8 +38,9 @@ def norm_ref(x, axes, gamma=None, beta=None, eps=1e-5):
     return out * (1 if gamma is None else gamma) + (0 if beta is None else beta)
 
 
-@pytest.mark.parametrize("axes, center, scale", [(-1, True, True), ((1, 2), False, True),
-                                                 ((0, 2), True, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "axes, center, scale", [(-1, True, True), ((1, 2), False, True), ((0, 2), True, False)]
+)
 def test_layer_norm(axes, center, scale):
     x = rand(3, 5, 7) + 2
     axes_t = (axes,) if isinstance(axes, int) else axes
@@ -47,8 +49,13 @@ def test_layer_norm(axes, center, scale):
     attrs = dict(axes=axes, center=center, scale=scale, epsilon=1e-3)
     got = run_op("relax.nn.layer_norm", [x, gamma, beta], attrs)
     shape = [x.shape[a] if a in [t % 3 for t in axes_t] else 1 for a in range(3)]
-    ref = norm_ref(x, axes_t, gamma.reshape(shape) if scale else None,
-                   beta.reshape(shape) if center else None, 1e-3)  # fmt: skip
+    ref = norm_ref(
+        x,
+        axes_t,
+        gamma.reshape(shape) if scale else None,
+        beta.reshape(shape) if center else None,
+        1e-3,
+    )
     np.testing.assert_allclose(got, ref, **TOL)
 
 
@@ -73,8 +80,7 @@ def test_instance_and_group_norm():
 def test_batch_norm_compiled():
     x = rand(2, 4, 3, 5)
     gamma, beta, mean, var = rand(4), rand(4), rand(4), np.abs(rand(4)) + 0.5
-    got = run_op("relax.nn.batch_norm", [x, gamma, beta, mean, var], dict(epsilon=1e-3),
-                 build=True)  # fmt: skip
+    got = run_op("relax.nn.batch_norm", [x, gamma, beta, mean, var], dict(epsilon=1e-3), build=True)
     s = (1, 4, 1, 1)
     ref = (x - mean.reshape(s)) / np.sqrt(var.reshape(s) + 1e-3) * gamma.reshape(s)
     np.testing.assert_allclose(got, ref + beta.reshape(s), **TOL)
@@ -103,16 +109,27 @@ def test_symbolic_infer():
 
 def expect_error(name, infos, attrs, match):
     with pytest.raises(OpTypeError, match=match):
-        get_op(name).infer_info([i if isinstance(i, TensorInfo) else TensorInfo(i) for i in infos],
-                                attrs)  # fmt: skip
+        get_op(name).infer_info(
+            [i if isinstance(i, TensorInfo) else TensorInfo(i) for i in infos], attrs
+        )
 
 
 def test_errors():
-    expect_error("relax.nn.softmax", [(3, 4)], dict(axis=2), r"relax.nn.softmax: axis 2 is out "
-                 r"of range for rank 2; inputs \(Tensor\(\(3, 4\), float32\)\)")  # fmt: skip
+    expect_error(
+        "relax.nn.softmax",
+        [(3, 4)],
+        dict(axis=2),
+        r"relax.nn.softmax: axis 2 is out "
+        r"of range for rank 2; inputs \(Tensor\(\(3, 4\), float32\)\)",
+    )
     expect_error("relax.nn.softmax", [TensorInfo((3,), "int32")], {}, "float dtype")
-    expect_error("relax.nn.layer_norm", [(3, 4), (3,), (4,)], dict(axes=-1), r"gamma must have "
-                 r"shape \(4\)")  # fmt: skip
+    expect_error(
+        "relax.nn.layer_norm",
+        [(3, 4), (3,), (4,)],
+        dict(axes=-1),
+        r"gamma must have "
+        r"shape \(4\)",
+    )
     expect_error("relax.nn.layer_norm", [(3, 4), (4,), (4,)], {}, "missing required")
     expect_error("relax.nn.group_norm", [(2, 6, 3), (6,), (6,)], dict(num_groups=4), "divide")
     expect_error("relax.nn.batch_norm", [(2, 3), (3,), (3,), (3,), (2,)], {}, "moving_var")
