@@ -6,14 +6,36 @@ from . import op
 from ._namespace import R, call, const
 from .block_builder import BlockBuilder, BlockBuilderError, call_tir
 from .expr import (
-    Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar,
-    If, MatchCast, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem, Var,
+    Binding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
     VarBinding,
 )  # fmt: skip
+from .functor import ExprMutator
 from .infer import GraphTypeError, infer_struct_info
 from .struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
-    TensorStructInfo, TupleStructInfo,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
 )  # fmt: skip
 
 __all__ = [
@@ -22,5 +44,5 @@ __all__ = [
     "GlobalVar", "If", "MatchCast", "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple",
     "TupleGetItem", "Var", "VarBinding", "GraphTypeError", "infer_struct_info",
     "FuncStructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "StructInfo",
-    "TensorStructInfo", "TupleStructInfo",
+    "TensorStructInfo", "TupleStructInfo", "ExprMutator",
 ]  # fmt: skip

@@ -16,7 +16,11 @@ from schedlab.ir.dtype import DataType
 from . import expr as X
 from .block_builder import call_tir
 from .struct_info import (
-    ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
     TupleStructInfo,
 )  # fmt: skip
 

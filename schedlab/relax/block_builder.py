@@ -146,7 +146,9 @@ class BlockBuilder:
             return expr
         try:
             sinfo = infer_struct_info(expr, self._functions)
-        except (GraphTypeError, TypeError, ValueError) as err:
+        except (GraphTypeError, TypeError, ValueError, KeyError) as err:
+            if isinstance(err, KeyError):  # unknown operator: KeyError quotes its message
+                err = err.args[0]
             raise GraphTypeError(f"in binding {binding!r}: {err}") from None
         object.__setattr__(expr, "_sinfo", sinfo)
         return expr
@@ -174,19 +176,25 @@ class BlockBuilder:
         self._functions[gvar.name_hint] = func
 
     def call_te(self, te_func: Callable, *args, primfunc_name_hint: str = "", **kwargs) -> X.Call:
-        """A `call_tir` of the PrimFunc that `te_func` builds over placeholders for `args`."""
+        """A `call_tir` of the PrimFunc that `te_func` builds over placeholders for the graph
+        expressions in `args` (other arguments, e.g. an axis, are passed to it unchanged)."""
         from schedlab import te
 
         fresh: dict = {}  # the PrimFunc gets its own symbolic dims (functions share no vars)
-        holders = [_placeholder(arg, k, fresh) for k, arg in enumerate(args)]
-        result = te_func(*holders, **kwargs)
+        tensors, holders, te_args = [], [], []
+        for arg in args:  # graph values become placeholders; others go to te_func as they are
+            if isinstance(arg, X.Expr):
+                tensors.append(arg)
+                holders.append(_placeholder(arg, len(holders), fresh))
+            te_args.append(holders[-1] if isinstance(arg, X.Expr) else arg)
+        result = te_func(*te_args, **kwargs)
         outs = list(result) if isinstance(result, (list, tuple)) else [result]
         func = te.create_prim_func([*holders, *outs])
         gvar = self.add_func(func, primfunc_name_hint or getattr(te_func, "__name__", "te_func"))
         back = {new: old for old, new in fresh.items()}
         sinfos = [TensorStructInfo(_substitute(o.shape, back), o.dtype) for o in outs]
         out = sinfos[0] if len(sinfos) == 1 and not isinstance(result, (list, tuple)) else None
-        return call_tir(gvar, args, out or TupleStructInfo(tuple(sinfos)))
+        return call_tir(gvar, tensors, out or TupleStructInfo(tuple(sinfos)))
 
     def emit_te(self, te_func: Callable, *args, primfunc_name_hint: str = "", **kwargs) -> X.Var:
         """`emit(call_te(...))`."""
@@ -212,8 +220,6 @@ def _placeholder(arg, k: int, fresh: dict):
     from schedlab import te
     from schedlab.ir.functor import collect_vars
 
-    if not isinstance(arg, X.Expr):
-        raise TypeError(f"call_te: argument {k} must be a graph expression, got {arg!r}")
     sinfo = arg.struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
         raise GraphTypeError(f"call_te: argument {k} needs a tensor with a known shape: {sinfo}")

@@ -14,8 +14,13 @@ from schedlab.ir.op import convert
 
 from . import expr as X
 from .struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
-    TensorStructInfo, TupleStructInfo,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
 )  # fmt: skip
 
 CALL_TIR = "relax.call_tir"
@@ -65,7 +70,7 @@ def _call(call: X.Call, functions: Mapping) -> StructInfo:
         return sinfo.ret if isinstance(sinfo, FuncStructInfo) else ObjectStructInfo()
     if call.op == CALL_TIR:
         return _call_tir(call)
-    from schedlab.relax.op import TensorInfo, get_op
+    from schedlab.relax.op import get_op
 
     spec = get_op(call.op)
     infos = [_tensor_info(call, k, arg) for k, arg in enumerate(call.args)]

@@ -159,9 +159,11 @@ class RelaxParser(Parser):
         return rest
 
     def func_attrs(self, body: list[ast.stmt]) -> tuple[dict, list[ast.stmt]]:
-        if body and isinstance(body[0], ast.Expr) and self.rpath(
-            getattr(body[0].value, "func", None)
-        ) == "func_attr":
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and self.rpath(getattr(body[0].value, "func", None)) == "func_attr"
+        ):
             call = body[0].value
             attrs = self.literal(call.args[0]) if len(call.args) == 1 else None
             if not isinstance(attrs, dict):
@@ -379,7 +381,9 @@ class RelaxParser(Parser):
         if path == "Object" and not isinstance(node, ast.Call):
             return S.ObjectStructInfo()
         if not isinstance(node, ast.Call) or path not in _SINFO_KWARGS:
-            raise self.fail(node, f"expected a struct info (R.Tensor, ...), got {ast.unparse(node)}")
+            raise self.fail(
+                node, f"expected a struct info (R.Tensor, ...), got {ast.unparse(node)}"
+            )
         allowed = _SINFO_KWARGS[path]
         kwargs = {}
         for keyword in node.keywords:

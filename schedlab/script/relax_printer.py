@@ -10,13 +10,15 @@
         return gv
 
 Symbolic dimensions are declared at the top of the function (`n = T.int32(is_size_var=True)`
-for a SizeVar, `n = T.int32()` for a plain Var, as in the loop-IR text). Constants print inline as `R.const(<nested list>,
-"dtype")`. An IRModule prints its PrimFuncs with the loop-IR printer, in the same class.
+for a SizeVar, `n = T.int32()` for a plain Var, as in the loop-IR text). Constants print
+inline as `R.const(<nested list>, "dtype")`. An IRModule prints its PrimFuncs with the
+loop-IR printer, in the same class.
 """
 
 from __future__ import annotations
 
 import json
+import keyword
 import math
 
 from schedlab.ir import expr as E
@@ -34,6 +36,7 @@ R_HEADER = f"# from schedlab.relax import {R_ALIAS}"
 HEADERS = [f"# from schedlab.script import ir as {N.IR_ALIAS}",
            f"# from schedlab.script import tir as {N.TIR_ALIAS}", R_HEADER]  # fmt: skip
 CALL_TIR = "relax.call_tir"
+_RESERVED = frozenset({R_ALIAS, N.TIR_ALIAS, N.IR_ALIAS, "cls", "float"})
 
 
 def is_graph_module(node) -> bool:
@@ -117,6 +120,8 @@ class _Names:
 
     def define(self, var: X.Var) -> str:
         base = N.sanitize_name(var.name_hint or "v")
+        if keyword.iskeyword(base) or base in _RESERVED:
+            base += "_"
         name, k = base, 0
         while name in self.used:
             k += 1

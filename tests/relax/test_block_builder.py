@@ -5,12 +5,25 @@ import numpy as np
 import pytest
 
 from schedlab import interpret, te
-from schedlab.ir.expr import IntImm, SizeVar, Var as TirVar
+from schedlab.ir.expr import IntImm, SizeVar
+from schedlab.ir.expr import Var as TirVar
 from schedlab.ir.function import PrimFunc
 from schedlab.ir.structural import assert_structural_equal
 from schedlab.relax import (
-    BlockBuilder, BlockBuilderError, Call, DataflowBlock, DataflowVar, Function, GraphTypeError,
-    R, SeqExpr, TensorStructInfo, Tuple, TupleGetItem, Var, VarBinding,
+    BlockBuilder,
+    BlockBuilderError,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GraphTypeError,
+    R,
+    SeqExpr,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )  # fmt: skip
 
 from .test_r1_ops import ensure_test_ops
@@ -102,7 +115,9 @@ def test_mlp_builds_and_matches_numpy():
     assert kinds == [DataflowVar, DataflowVar, DataflowVar, Var]
     assert str(main.ret_struct_info) == "Tensor((n, 3), float32)"
     rng = np.random.default_rng(0)
-    x, w1, b1, w2 = (rng.standard_normal(s).astype("float32") for s in [(9, 5), (5, 7), (7,), (7, 3)])
+    x, w1, b1, w2 = (
+        rng.standard_normal(s).astype("float32") for s in [(9, 5), (5, 7), (7,), (7, 3)]
+    )
     got = evaluate(mod, "main", x, w1, b1, w2)
     want = 2 * (np.maximum(x @ w1 + b1, 0) @ w2)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -192,3 +207,27 @@ def test_unique_binding_names():
     assert names == ["lv", "lv1", "lv2", "x1"]
     binding = bb.get()["main"].body.blocks[0].bindings[0]
     assert isinstance(binding, VarBinding)
+
+
+def test_call_te_passes_plain_arguments_through():
+    def scale(x, factor):
+        return te.compute(x.shape, lambda i: x[i] * factor, name="scale")
+
+    x = Var("x", TensorStructInfo((5,), "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        out = bb.emit_te(scale, x, 3.0)
+        bb.emit_func_output(out)
+    mod = bb.get()
+    call = mod["main"].body.blocks[0].bindings[0].value
+    assert len(call.args[1].fields) == 1
+    data = np.arange(5, dtype="float32")
+    np.testing.assert_allclose(evaluate(mod, "main", data), 3 * data)
+
+
+def test_unknown_operator_names_the_binding():
+    x = Var("x", TensorStructInfo((4,), "float32"))
+    bb = BlockBuilder()
+    with pytest.raises(GraphTypeError, match=r"binding 'lv'.*unknown operator 'test\.nope'"):
+        with bb.function("main", [x]):
+            bb.emit(Call("test.nope", (x,)))

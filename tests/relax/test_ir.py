@@ -7,9 +7,26 @@ from schedlab.ir.expr import IntImm, SizeVar
 from schedlab.ir.functor import Mutator, post_order_visit
 from schedlab.ir.structural import assert_structural_equal, structural_equal, structural_hash
 from schedlab.relax import (
-    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Function, GlobalVar,
-    GraphTypeError, ObjectStructInfo, PrimStructInfo, PrimValue, SeqExpr, ShapeExpr,
-    ShapeStructInfo, TensorStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    GraphTypeError,
+    ObjectStructInfo,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
     call_tir,
 )  # fmt: skip
 from schedlab.relax.op import OpTypeError, list_ops, register_op
@@ -147,3 +164,37 @@ def test_registry_test_ops_present():
     assert "test.add" in list_ops()
     with pytest.raises(ValueError, match="already registered"):
         register_op("test.add", num_inputs=2, pattern="elemwise", infer=None, legalize=None)
+
+
+def test_expr_mutator_retypes_rebound_variables():
+    from schedlab.relax import ExprMutator
+
+    x = Var("x", tensor((2, 3)))
+    y = Var("y", tensor((4, 3)))
+    lv, gv = Var("lv", tensor((2, 3))), Var("gv", tensor((2, 3)))
+    block = BindingBlock((VarBinding(lv, Call("test.add", (x, x))), VarBinding(gv, lv)))
+    func = Function((x, y), SeqExpr((block,), gv))
+
+    class UseY(ExprMutator):
+        def visit_Call(self, node):
+            return node.replace(args=(self.var_remap.get(y, y), y))
+
+    new = UseY().visit(func)
+    (first, second) = new.body.blocks[0].bindings
+    assert first.var is not lv and first.var.struct_info_.static_shape() == (4, 3)
+    assert second.value is first.var and new.ret_struct_info.static_shape() == (4, 3)
+    assert UseY().visit(Function((x,), SeqExpr((), x))) is not None
+
+
+def test_match_cast_defines_its_variable():
+    from schedlab.relax import MatchCast
+
+    def build(name):
+        m = SizeVar(name)
+        x = Var("x", TensorStructInfo(None, "float32", ndim=1))
+        y = Var(name, tensor((m,)))
+        block = BindingBlock((MatchCast(y, x, tensor((m,))),))
+        return Function((x,), SeqExpr((block,), y))
+
+    assert_structural_equal(build("a"), build("b"))
+    assert structural_hash(build("a")) == structural_hash(build("b"))

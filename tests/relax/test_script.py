@@ -8,8 +8,22 @@ from schedlab.ir.expr import IntImm, SizeVar
 from schedlab.ir.function import IRModule
 from schedlab.ir.structural import assert_structural_equal, structural_hash
 from schedlab.relax import (
-    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Function, If, MatchCast,
-    PrimValue, SeqExpr, ShapeExpr, StringImm, TensorStructInfo, Tuple, Var, VarBinding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    TensorStructInfo,
+    Tuple,
+    Var,
+    VarBinding,
 )  # fmt: skip
 from schedlab.relax import struct_info as S
 from schedlab.script import from_source
@@ -36,7 +50,7 @@ def test_mlp_module_round_trip_and_still_runs():
     mod = build_mlp()
     parsed, text = round_trip(mod)
     assert "@R.function" in text and "@T.prim_func" in text
-    assert "R.call_tir(cls.dense, (x, w1), out_sinfo=R.Tensor((n, 7), dtype=\"float32\"))" in text
+    assert 'R.call_tir(cls.dense, (x, w1), out_sinfo=R.Tensor((n, 7), dtype="float32"))' in text
     assert 'R.call("test.add", lv2, lv2)' in text and "R.output(gv)" in text
     rng = np.random.default_rng(1)
     args = [rng.standard_normal(s).astype("float32") for s in [(3, 5), (5, 7), (7,), (7, 3)]]
@@ -62,7 +76,8 @@ def _kitchen_sink() -> Function:
     ))  # fmt: skip
     rest = BindingBlock((
         MatchCast(dyn, x, TensorStructInfo((m,), "float32")),
-        VarBinding(misc, Tuple((ShapeExpr((n, 3)), PrimValue(IntImm("int64", 7)), StringImm("hi")))),
+        VarBinding(misc, Tuple((ShapeExpr((n, 3)), PrimValue(IntImm("int64", 7)),
+                                StringImm("hi")))),
         VarBinding(branch, If(flag, SeqExpr((BindingBlock((VarBinding(inner, tup[0]),)),), inner),
                               SeqExpr((), x))),
     ))  # fmt: skip
@@ -75,7 +90,7 @@ def test_every_node_kind_round_trips():
     parsed, text = round_trip(func)
     assert isinstance(parsed, Function)
     assert 'R.const([[1.5, float("-inf"), float("nan")]], "float32")' in text
-    assert "R.match_cast(x, R.Tensor((m,), dtype=\"float32\"))" in text
+    assert 'R.match_cast(x, R.Tensor((m,), dtype="float32"))' in text
     assert "if flag:" in text and "m = T.int64(is_size_var=True)" in text
     assert 'R.call("test.mul", x, x, scale=0.5)' in text
 
@@ -91,10 +106,12 @@ def test_module_with_two_graph_functions_and_a_call():
     main = Function((y,), SeqExpr((BindingBlock((VarBinding(out, call),)),), out))
     mod = IRModule({"helper": helper, "main": main}, {"origin": "test"})
     _, text = round_trip(mod)
-    assert "cls.helper(y)" in text and 'I.module_attrs({"origin": "test"})' in text.replace("'", '"')
+    assert "cls.helper(y)" in text and 'I.module_attrs({"origin": "test"})' in text.replace(
+        "'", '"'
+    )
 
 
-HAND_WRITTEN = '''
+HAND_WRITTEN = """
 from schedlab.script import ir as I
 from schedlab.script import tir as T
 from schedlab.relax import R
@@ -109,7 +126,7 @@ class Module:
             gv = R.call("test.mul", lv, x, scale=2.0)
             R.output(gv)
         return gv
-'''
+"""
 
 
 def test_hand_written_text_infers_struct_info():
@@ -124,12 +141,15 @@ def test_hand_written_text_infers_struct_info():
 @pytest.mark.parametrize(
     "snippet, message",
     [
-        ("lv = R.call(\"test.add\", x, nope)", "unknown graph variable 'nope'"),
-        ("lv = R.call(\"no.such\", x, x)", "unknown operator 'no.such'"),
+        ('lv = R.call("test.add", x, nope)', "unknown graph variable 'nope'"),
+        ('lv = R.call("no.such", x, x)', "unknown operator 'no.such'"),
         ("lv = __import__('os').system('false')", "unknown callee"),
         ("lv = R.call_tir(cls.missing, (x,), out_sinfo=R.Tensor((2,)))", "no function 'missing'"),
-        ("lv: R.Tensor((n, 2), dtype=\"float32\") = R.call(\"test.add\", x, R.const([1.0], \"float32\"))",
-         ""),
+        (
+            'lv: R.Tensor((n, 2), dtype="float32") = '
+            'R.call("test.add", x, R.const([1.0], "float32"))',
+            "",
+        ),
     ],
 )
 def test_bad_text_is_a_script_error(snippet, message):
@@ -143,7 +163,26 @@ def test_bad_text_is_a_script_error(snippet, message):
 
 
 def test_mismatch_in_text_names_the_binding():
-    text = HAND_WRITTEN.replace('R.call("test.mul", lv, x, scale=2.0)',
-                                'R.call("test.mul", lv, R.const([1.0], "float32"))')
+    text = HAND_WRITTEN.replace(
+        'R.call("test.mul", lv, x, scale=2.0)', 'R.call("test.mul", lv, R.const([1.0], "float32"))'
+    )
     with pytest.raises(ScriptError, match=r"binding 'gv'.*test\.mul.*\(n, 2\).*\(1,?\)"):
         from_source(text)
+
+
+def test_reserved_and_duplicate_names_are_renamed():
+    x = Var("cls", TensorStructInfo((3,), "float32"))
+    first = Var("if", TensorStructInfo((3,), "float32"))
+    second = Var("if", TensorStructInfo((3,), "float32"))
+    block = BindingBlock((VarBinding(first, Call("test.add", (x, x))), VarBinding(second, first)))
+    func = Function((x,), SeqExpr((block,), second))
+    _, text = round_trip(func)
+    assert "def main(cls_: R.Tensor" in text and "if__1: R.Tensor" in text
+
+
+def test_graph_nodes_print_alone():
+    x = Var("x", TensorStructInfo((2, 3), "int8"))
+    assert str(x) == "x"
+    assert str(Call("test.add", (x, x))) == 'R.call("test.add", x, x)'
+    assert str(TensorStructInfo((2, 3), "int8").script()) == 'R.Tensor((2, 3), dtype="int8")'
+    assert str(VarBinding(x, Tuple(()))) == 'x: R.Tensor((2, 3), dtype="int8") = R.tuple()'

@@ -109,6 +109,7 @@ def _scores(q, k, bias, attrs: dict) -> te.Tensor:
 
 
 def legalize_attention(inputs: list, attrs: dict) -> te.Tensor:
+    """Scores, row max, exp, row sum, then the weighted values over the row sum."""
     q, k, v = inputs[:3]
     bias = inputs[3] if len(inputs) == 4 else None
     scores = _scores(q, k, bias, attrs)

@@ -76,6 +76,7 @@ def matmul_te(a: te.Tensor, b: te.Tensor, dtype, name: str = "matmul") -> te.Ten
 
 
 def legalize_matmul(inputs: list, attrs: dict) -> te.Tensor:
+    """One stage: a sum over K, operands cast to out_dtype."""
     a, b = inputs
     dtype = out_dtype([TensorInfo(a.shape, a.dtype)], attrs)
     return matmul_te(a, b, dtype)

@@ -1,6 +1,6 @@
-"""Convolution and pooling operators (TVM's relax.nn.conv1d, conv2d, conv2d_transpose,
-max_pool2d, avg_pool2d, adaptive_avg_pool2d) in channel-first layouts, and dropout (inference:
-the identity).
+"""Convolution and pooling operators (TVM's relax.nn.conv{1,2,3}d, conv{1,2,3}d_transpose,
+max_pool{1,2,3}d, avg_pool{1,2,3}d, adaptive_avg_pool{1,2,3}d) in channel-first layouts, and
+dropout (inference: the identity).
 
 Convolutions legalize like topi: a `pad_temp` stage (if_then_else guards) and the convolution,
 a sum over the input channels of the group and the kernel taps. Pools pad with the reduction's
@@ -27,9 +27,9 @@ from ._nn_common import (
     positive,
     static,
 )
-from .registry import REQUIRED, TensorInfo, register_op
+from .registry import REQUIRED, OpTypeError, TensorInfo, register_op
 
-_LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW")}
+_LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW"), 3: ("NCDHW", "OIDHW")}
 
 
 def conv_params(name: str, attrs: dict, rank: int) -> dict:
@@ -41,19 +41,19 @@ def conv_params(name: str, attrs: dict, rank: int) -> dict:
     before, after = paddings(name, attrs["padding"], rank)
     groups = attrs["groups"]
     if not isinstance(groups, int) or groups < 1:
-        raise fail(name, [], f"groups must be an int >= 1, got {groups!r}")
+        raise OpTypeError(f"{name}: attribute groups must be an int >= 1, got {groups!r}")
     return dict(strides=strides, dilation=dilation, before=before, after=after, groups=groups)
 
 
-def _check_layouts(name: str, attrs: dict, rank: int, kernel_default: str | None = None) -> None:
+def _check_layouts(name: str, inputs, attrs: dict, rank: int, kernel: str | None = None) -> None:
     data_layout, kernel_layout = _LAYOUTS[rank]
-    kernel_layout = kernel_default or kernel_layout
+    kernel_layout = kernel or kernel_layout
     out_layout = attrs.get("out_layout") or data_layout
     given = (attrs["data_layout"], attrs["kernel_layout"], out_layout)
     if given != (data_layout, kernel_layout, data_layout):
         raise fail(
             name,
-            [],
+            inputs,
             f"only data_layout={data_layout}, kernel_layout={kernel_layout} are "
             f"supported, got {given[0]}, {given[1]} (out_layout {given[2]})",
         )
@@ -67,12 +67,13 @@ def _check_conv_inputs(name: str, inputs, rank: int) -> None:
 
 
 def make_conv_infer(rank: int):
+    """The infer function of relax.nn.conv{rank}d."""
     name = f"relax.nn.conv{rank}d"
 
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         """(N, C, *spatial) x (O, C // groups, *kernel) -> (N, O, *out)."""
         _check_conv_inputs(name, inputs, rank)
-        _check_layouts(name, attrs, rank)
+        _check_layouts(name, inputs, attrs, rank)
         p = conv_params(name, attrs, rank)
         data, weight, groups = inputs[0].shape, inputs[1].shape, p["groups"]
         if dims_differ(data[1], weight[1] * groups):
@@ -94,6 +95,7 @@ def make_conv_infer(rank: int):
 
 
 def make_conv_legalize(rank: int):
+    """The legalize function of relax.nn.conv{rank}d: pad_temp, then the convolution."""
     name = f"relax.nn.conv{rank}d"
 
     def legalize(inputs: list, attrs: dict) -> te.Tensor:
@@ -123,9 +125,9 @@ def make_conv_legalize(rank: int):
     return legalize
 
 
-def _transpose_params(name: str, inputs, attrs: dict) -> dict:
-    p = conv_params(name, attrs, 2)
-    p["output_padding"] = ints(name, "output_padding", attrs["output_padding"], 2)
+def _transpose_params(name: str, inputs, attrs: dict, rank: int) -> dict:
+    p = conv_params(name, attrs, rank)
+    p["output_padding"] = ints(name, "output_padding", attrs["output_padding"], rank)
     for o, s, d in zip(p["output_padding"], p["strides"], p["dilation"]):
         if o < 0 or (o >= s and o >= d):
             raise fail(
@@ -137,37 +139,35 @@ def _transpose_params(name: str, inputs, attrs: dict) -> dict:
     return p
 
 
-def infer_conv2d_transpose(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-    """(N, C, H, W) x (C, O // groups, kh, kw) -> (N, O, OH, OW),
-    OH = (H - 1) * stride - pad_before - pad_after + dilation * (kh - 1) + output_padding + 1."""
-    name = "relax.nn.conv2d_transpose"
-    _check_conv_inputs(name, inputs, 2)
-    _check_layouts(name, attrs, 2, kernel_default="IOHW")
-    p = _transpose_params(name, inputs, attrs)
-    data, weight, groups = inputs[0].shape, inputs[1].shape, p["groups"]
-    if dims_differ(data[1], weight[0]):
-        raise fail(name, inputs, f"data channels {data[1]} != weight's first dimension {weight[0]}")
-    if static(data[1]) is not None and static(data[1]) % groups:
-        raise fail(name, inputs, f"groups={groups} must divide input channels {data[1]}")
-    out = [
-        (op.convert(s) - 1) * st - b - a + d * (k - 1) + o + 1
-        for s, k, st, b, a, d, o in zip(
-            data[2:],
-            weight[2:],
-            p["strides"],
-            p["before"],
-            p["after"],
-            p["dilation"],
-            p["output_padding"],
-        )
-    ]
-    check_nonempty(name, inputs, out)
-    return TensorInfo((data[0], weight[1] * groups, *out), out_dtype(inputs, attrs))
+def make_transpose_infer(rank: int):
+    """The infer function of relax.nn.conv{rank}d_transpose."""
+    name = f"relax.nn.conv{rank}d_transpose"
+
+    def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
+        """(N, C, *spatial) x (C, O // groups, *kernel) -> (N, O, *out), each out =
+        (size - 1) * stride - pad_before - pad_after + dilation * (k - 1) + output_padding + 1."""
+        _check_conv_inputs(name, inputs, rank)
+        _check_layouts(name, inputs, attrs, rank, kernel="IO" + _LAYOUTS[rank][1][2:])
+        p = _transpose_params(name, inputs, attrs, rank)
+        data, weight, groups = inputs[0].shape, inputs[1].shape, p["groups"]
+        if dims_differ(data[1], weight[0]):
+            raise fail(name, inputs, f"data channels {data[1]} != weight's first dim {weight[0]}")
+        if static(data[1]) is not None and static(data[1]) % groups:
+            raise fail(name, inputs, f"groups={groups} must divide input channels {data[1]}")
+        parts = zip(data[2:], weight[2:], p["strides"], p["before"], p["after"], p["dilation"],
+                    p["output_padding"])  # fmt: skip
+        out = [
+            (op.convert(s) - 1) * st - b - a + d * (k - 1) + o + 1 for s, k, st, b, a, d, o in parts
+        ]
+        check_nonempty(name, inputs, out)
+        return TensorInfo((data[0], weight[1] * groups, *out), out_dtype(inputs, attrs))
+
+    return infer
 
 
 def _dilate_pad(data: te.Tensor, weight: te.Tensor, p: dict, shape) -> te.Tensor:
     """The input with stride-1 zeros between elements and the border a direct convolution with
-    the flipped kernel needs: element (y, x) reads data[(y - lo) / s] when that is integral."""
+    the flipped kernel needs: element y reads data[(y - lo) / s] when that is integral."""
     lows = [d * (k - 1) - b for k, b, d in zip(weight.shape[2:], p["before"], p["dilation"])]
     sizes = [o + d * (k - 1) for o, k, d in zip(shape[2:], weight.shape[2:], p["dilation"])]
 
@@ -184,27 +184,36 @@ def _dilate_pad(data: te.Tensor, weight: te.Tensor, p: dict, shape) -> te.Tensor
     return te.compute((data.shape[0], data.shape[1], *sizes), element, name="data_dilate_pad")
 
 
-def legalize_conv2d_transpose(inputs: list, attrs: dict) -> te.Tensor:
-    data, weight = inputs
-    info = [TensorInfo(data.shape, data.dtype), TensorInfo(weight.shape, weight.dtype)]
-    shape = infer_conv2d_transpose(info, attrs).shape
-    p = _transpose_params("relax.nn.conv2d_transpose", info, attrs)
-    dtype = out_dtype(info, attrs)
-    padded = _dilate_pad(data, weight, p, shape)
-    cog, groups = weight.shape[1], p["groups"]
-    cig = op.floordiv(data.shape[1], groups)
-    rc = te.reduce_axis((0, cig), name="rc")
-    kh, kw = weight.shape[2:]
-    ry, rx = te.reduce_axis((0, kh), name="ry"), te.reduce_axis((0, kw), name="rx")
-    dy, dx = p["dilation"]
+def make_transpose_legalize(rank: int):
+    """The legalize function of relax.nn.conv{rank}d_transpose."""
+    name = f"relax.nn.conv{rank}d_transpose"
 
-    def body(n, f, y, x):
-        channel = rc if groups == 1 else op.floordiv(f, cog) * cig + rc
-        value = as_dtype(padded[n, channel, y + ry * dy, x + rx * dx], dtype)
-        w = weight[channel, op.floormod(f, cog), kh - 1 - ry, kw - 1 - rx]
-        return te.sum(value * as_dtype(w, dtype), axis=[rc, ry, rx])
+    def legalize(inputs: list, attrs: dict) -> te.Tensor:
+        """A direct convolution of the dilated, padded input with the flipped kernel."""
+        data, weight = inputs
+        info = [TensorInfo(data.shape, data.dtype), TensorInfo(weight.shape, weight.dtype)]
+        shape = make_transpose_infer(rank)(info, attrs).shape
+        p = _transpose_params(name, info, attrs, rank)
+        dtype = out_dtype(info, attrs)
+        padded = _dilate_pad(data, weight, p, shape)
+        cog, groups = weight.shape[1], p["groups"]
+        cig = op.floordiv(data.shape[1], groups)
+        rc = te.reduce_axis((0, cig), name="rc")
+        kernel = weight.shape[2:]
+        taps = [te.reduce_axis((0, k), name=f"r{i}") for i, k in enumerate(kernel)]
 
-    return te.compute(shape, body, name="conv2d_transpose_nchw")
+        def body(*indices):
+            n, f, *positions = indices
+            channel = rc if groups == 1 else op.floordiv(f, cog) * cig + rc
+            window = [pos + t * d for pos, t, d in zip(positions, taps, p["dilation"])]
+            flipped = [k - 1 - t for k, t in zip(kernel, taps)]
+            value = as_dtype(padded[(n, channel, *window)], dtype)
+            w = weight[(channel, op.floormod(f, cog), *flipped)]
+            return te.sum(value * as_dtype(w, dtype), axis=[rc, *taps])
+
+        return te.compute(shape, body, name=f"conv{rank}d_transpose_nc")
+
+    return legalize
 
 
 def infer_dropout(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
@@ -216,6 +225,7 @@ def infer_dropout(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
 
 
 def legalize_dropout(inputs: list, attrs: dict) -> te.Tensor:
+    """A copy of the input (inference dropout)."""
     data = inputs[0]
     return te.compute(data.shape, lambda *i: data[i], name="T_dropout")
 
@@ -228,7 +238,7 @@ _CONV_ATTRS = {
     "out_layout": None,
     "out_dtype": None,
 }
-for _rank in (1, 2):
+for _rank in (1, 2, 3):
     register_op(
         f"relax.nn.conv{_rank}d",
         num_inputs=2,
@@ -243,15 +253,22 @@ for _rank in (1, 2):
         doc=f"{_rank}-D convolution, {_LAYOUTS[_rank][0]} data and {_LAYOUTS[_rank][1]} weight; "
         "padding: one value, one per axis, or befores then afters.",
     )
-register_op(
-    "relax.nn.conv2d_transpose",
-    num_inputs=2,
-    pattern="out_ewise_fusable",
-    infer=infer_conv2d_transpose,
-    legalize=legalize_conv2d_transpose,
-    attrs={**_CONV_ATTRS, "output_padding": 0, "data_layout": "NCHW", "kernel_layout": "IOHW"},
-    doc="Transposed 2-D convolution (the gradient of conv2d), NCHW data, IOHW weight.",
-)
+for _rank in (1, 2, 3):
+    register_op(
+        f"relax.nn.conv{_rank}d_transpose",
+        num_inputs=2,
+        pattern="out_ewise_fusable",
+        infer=make_transpose_infer(_rank),
+        legalize=make_transpose_legalize(_rank),
+        attrs={
+            **_CONV_ATTRS,
+            "output_padding": 0,
+            "data_layout": _LAYOUTS[_rank][0],
+            "kernel_layout": "IO" + _LAYOUTS[_rank][1][2:],
+        },
+        doc=f"Transposed {_rank}-D convolution (the gradient of conv{_rank}d), "
+        f"{_LAYOUTS[_rank][0]} data, IO{_LAYOUTS[_rank][1][2:]} weight.",
+    )
 register_op(
     "relax.nn.dropout",
     num_inputs=1,
@@ -298,6 +315,8 @@ def _pool_extent(size, kernel, stride, before, after, dilation, ceil_mode):
 
 
 def make_pool_infer(name: str, rank: int):
+    """The infer function of the {rank}-D max/avg pool `name`."""
+
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         """(N, C, *spatial) -> (N, C, *out); ceil_mode rounds the window count up (as TVM)."""
         check_rank(name, inputs, 0, (rank + 2,), "data")
@@ -337,6 +356,7 @@ def _pool_input(data: te.Tensor, attrs: dict, name: str, rank: int, fill):
 
 
 def make_max_pool(rank: int):
+    """The legalize function of relax.nn.max_pool{rank}d: pad with the lowest value, max."""
     name = f"relax.nn.max_pool{rank}d"
 
     def legalize(inputs: list, attrs: dict) -> te.Tensor:
@@ -374,6 +394,7 @@ def _window_count(p: dict, sizes, shape, include_pad: bool) -> te.Tensor:
 
 
 def make_avg_pool(rank: int):
+    """The legalize function of relax.nn.avg_pool{rank}d: window sum over tap count."""
     name = f"relax.nn.avg_pool{rank}d"
 
     def legalize(inputs: list, attrs: dict) -> te.Tensor:
@@ -398,6 +419,7 @@ def make_avg_pool(rank: int):
 
 
 def make_adaptive_infer(rank: int):
+    """The infer function of relax.nn.adaptive_avg_pool{rank}d."""
     name = f"relax.nn.adaptive_avg_pool{rank}d"
 
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
@@ -425,6 +447,7 @@ def _adaptive_window(size, out: int) -> int | PrimExpr | None:
 
 
 def make_adaptive_legalize(rank: int):
+    """The legalize function of relax.nn.adaptive_avg_pool{rank}d."""
     name = f"relax.nn.adaptive_avg_pool{rank}d"
 
     def legalize(inputs: list, attrs: dict) -> te.Tensor:

@@ -49,6 +49,8 @@ def drop(indices: Sequence, axes: Sequence[int]) -> tuple:
 
 
 def infer_softmax(name: str):
+    """The infer function of softmax / log_softmax."""
+
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         """Same shape and dtype; axis must be in range and the dtype a float."""
         check_rank(name, inputs, 0, range(1, 33), "data")
@@ -70,6 +72,7 @@ def _softmax_parts(data: te.Tensor, attrs: dict):
 
 
 def legalize_softmax(inputs: list, attrs: dict) -> te.Tensor:
+    """max, exp(x - max), sum, divide: four stages."""
     data = inputs[0]
     axis, _, shifted, total = _softmax_parts(data, attrs)
     return te.compute(
@@ -78,6 +81,7 @@ def legalize_softmax(inputs: list, attrs: dict) -> te.Tensor:
 
 
 def legalize_log_softmax(inputs: list, attrs: dict) -> te.Tensor:
+    """x - max - log(sum(exp(x - max)))."""
     data = inputs[0]
     axis, row_max, _, total = _softmax_parts(data, attrs)
 
@@ -158,6 +162,7 @@ def _affine(data, inputs, attrs, axes, param_axes, mean, var, name):
 
 
 def legalize_layer_norm(inputs: list, attrs: dict) -> te.Tensor:
+    """Mean, variance over axes, then the affine normalization."""
     data = inputs[0]
     axes = tuple(sorted(a % data.ndim for a in _as_tuple(attrs["axes"])))
     mean, var = _mean_var(data, axes, "T_layer_norm")
@@ -176,6 +181,7 @@ def _instance_axes(name, inputs, attrs) -> tuple[int, ...]:
 
 
 def legalize_instance_norm(inputs: list, attrs: dict) -> te.Tensor:
+    """Mean, variance per (sample, channel), then the affine normalization."""
     data = inputs[0]
     info = [TensorInfo(data.shape, data.dtype)]
     axes = _instance_axes("relax.nn.instance_norm", info, attrs)
@@ -279,6 +285,7 @@ def _group_stats(data: te.Tensor, channel: int, groups: int, axes: tuple):
 
 
 def legalize_group_norm(inputs: list, attrs: dict) -> te.Tensor:
+    """Mean, variance per (sample, group), then the per-channel affine normalization."""
     data, gamma, beta = inputs
     info = [TensorInfo(data.shape, data.dtype)]
     channel, groups = _group_check("relax.nn.group_norm", info, attrs)

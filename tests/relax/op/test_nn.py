@@ -95,35 +95,43 @@ def test_conv1d_and_compiled_conv2d():
 
 
 def conv_transpose_ref(x, w, strides, before, after, output_padding, dilation, groups):
-    """Scatter form: every input element adds w * x to the outputs its taps reach."""
-    n, ci, h, wd = x.shape
-    cog, kh, kw = w.shape[1:]
+    """Scatter form over any number of spatial axes: every input element adds w * x to the
+    outputs its taps reach; the padding is cropped at the end."""
+    sizes, kernel = x.shape[2:], w.shape[2:]
+    ci, cog = x.shape[1], w.shape[1]
     cig = ci // groups
-    oh = (
-        (h - 1) * strides[0] - before[0] - after[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
-    )
-    ow = (
-        (wd - 1) * strides[1]
-        - before[1]
-        - after[1]
-        + dilation[1] * (kw - 1)
-        + output_padding[1]
-        + 1
-    )
-    full = np.zeros(
-        (
-            n,
-            cog * groups,
-            oh + before[0] + kh * dilation[0] + h * strides[0],
-            ow + before[1] + kw * dilation[1] + wd * strides[1],
-        )
-    )
+    outs = [
+        (n - 1) * s - b - a + d * (k - 1) + o + 1
+        for n, k, s, b, a, d, o in zip(sizes, kernel, strides, before, after, dilation,
+                                       output_padding)
+    ]  # fmt: skip
+    full = np.zeros((x.shape[0], cog * groups, *[o + b + k * d + n * s for o, b, k, d, n, s in
+                     zip(outs, before, kernel, dilation, sizes, strides)]))  # fmt: skip
     for c in range(ci):
         g = c // cig
-        for y, xx, ky, kx in np.ndindex(h, wd, kh, kw):
-            oy, ox = y * strides[0] + ky * dilation[0], xx * strides[1] + kx * dilation[1]
-            full[:, g * cog : (g + 1) * cog, oy, ox] += np.outer(x[:, c, y, xx], w[c, :, ky, kx])
-    return full[:, :, before[0] : before[0] + oh, before[1] : before[1] + ow]
+        for pos in np.ndindex(*sizes):
+            for taps in np.ndindex(*kernel):
+                at = [p * s + t * d for p, t, s, d in zip(pos, taps, strides, dilation)]
+                index = (slice(None), slice(g * cog, (g + 1) * cog), *at)
+                full[index] += np.outer(x[(slice(None), c, *pos)], w[(c, slice(None), *taps)])
+    crop = tuple(slice(b, b + o) for b, o in zip(before, outs))
+    return full[(slice(None), slice(None), *crop)]
+
+
+def test_conv_1d_3d_and_transposes():
+    x, w = rand(1, 2, 4, 5, 3), rand(3, 2, 2, 3, 2)
+    got = run_op("relax.nn.conv3d", [x, w], dict(padding=1, strides=(1, 2, 1)))
+    ref = conv_ref(x, w, (1, 2, 1), (1,) * 3, (1,) * 3, (1,) * 3, 1)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    x, w = rand(2, 4, 6), rand(4, 3, 3)
+    attrs = dict(strides=3, padding=(2, 1), output_padding=2, groups=2)
+    got = run_op("relax.nn.conv1d_transpose", [x, w], attrs)
+    ref = conv_transpose_ref(x, w, (3,), (2,), (1,), (2,), (1,), 2)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    x, w = rand(1, 2, 3, 2, 3), rand(2, 3, 2, 2, 3)
+    got = run_op("relax.nn.conv3d_transpose", [x, w], dict(strides=2, padding=1, dilation=2))
+    ref = conv_transpose_ref(x, w, (2,) * 3, (1,) * 3, (1,) * 3, (0,) * 3, (2,) * 3, 1)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -346,3 +354,59 @@ def test_symbolic_legalize_runs(name, shapes, attrs):
         result = np.zeros_like(expected)
         schedlab.interpret(func, *arrays, result)
         np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+
+
+COMPILED_CASES = [
+    ("relax.nn.conv2d_transpose", [(1, 4, 3, 4), (4, 2, 3, 2)],
+     dict(strides=2, padding=(1, 0, 0, 1), output_padding=1, groups=2)),
+    ("relax.nn.avg_pool2d", [(1, 2, 5, 6)],
+     dict(pool_size=3, strides=2, padding=1, ceil_mode=True, count_include_pad=True)),
+    ("relax.nn.adaptive_avg_pool2d", [(1, 2, 7, 5)], dict(output_size=(3, 2))),
+    ("relax.nn.group_norm", [(2, 4, 3, 5), (4,), (4,)], dict(num_groups=2)),
+    ("relax.nn.layer_norm", [(3, 7), (7,), (7,)], dict(axes=-1)),
+    ("relax.nn.log_softmax", [(3, 7)], dict(axis=0)),
+    ("relax.nn.local_response_norm", [(1, 5, 2, 3)], dict(size=3)),
+    ("relax.matmul", [(2, 1, 3, 5), (4, 5, 2)], {}),
+    ("relax.linear", [(3, 5), (4, 5), (4,)], {}),
+    ("relax.nn.attention", [(1, 3, 2, 4), (1, 5, 2, 4), (1, 5, 2, 3), (3, 5)],
+     dict(causal_mask="TopLeft")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, shapes, attrs", COMPILED_CASES, ids=[c[0] for c in COMPILED_CASES])
+def test_compiled_matches_interpreted(name, shapes, attrs):
+    arrays = [rand(*s) for s in shapes]
+    expected = run_op(name, arrays, attrs)
+    np.testing.assert_allclose(run_op(name, arrays, attrs, build=True), expected, rtol=1e-5,
+                               atol=1e-5)  # fmt: skip
+
+
+def test_registered_with_patterns():
+    patterns = {
+        "relax.matmul": "out_ewise_fusable", "relax.linear": "out_ewise_fusable",
+        "relax.nn.conv2d": "out_ewise_fusable", "relax.nn.max_pool2d": "out_ewise_fusable",
+        "relax.nn.softmax": "comm_reduce", "relax.nn.layer_norm": "comm_reduce",
+        "relax.nn.batch_norm": "broadcast", "relax.nn.dropout": "elemwise",
+        "relax.nn.attention": "opaque",
+    }  # fmt: skip
+    for name, pattern in patterns.items():
+        spec = get_op(name)
+        assert spec.pattern == pattern and spec.doc
+    assert get_op("relax.nn.conv2d").attrs["kernel_layout"] == "OIHW"
+    assert get_op("relax.nn.conv2d_transpose").attrs["kernel_layout"] == "IOHW"
+    ceil = get_op("relax.nn.max_pool1d").infer_info(
+        [TensorInfo((1, 1, 5))], dict(pool_size=2, strides=2, padding=1, ceil_mode=True)
+    )
+    assert int(ceil.shape[2]) == 3  # the 4th window would start in the trailing padding
+
+
+def test_integer_conv_with_out_dtype_and_max_pool():
+    rng = np.random.default_rng(1)
+    x = rng.integers(-100, 100, (1, 3, 5, 4)).astype("int8")
+    w = rng.integers(-100, 100, (2, 3, 3, 3)).astype("int8")
+    got = run_op("relax.nn.conv2d", [x, w], dict(padding=1, out_dtype="int32"))
+    assert got.dtype == np.int32
+    ref = conv_ref(x.astype(np.int64), w.astype(np.int64), (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    np.testing.assert_array_equal(got, ref)
+    got = run_op("relax.nn.max_pool2d", [x], dict(pool_size=2, padding=1))
+    np.testing.assert_array_equal(got, pool_ref(x, "max", (2, 2), (1, 1), (1, 1), (1, 1)))
