@@ -1,0 +1,145 @@
+"""Block analysis for the default-schedule rules: which loop binds which iter var, whether a
+block is injective or a reduction, and whether a reduction is GEMM-like (batch x M x N x K),
+decided from iter vars and access patterns, never from names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schedlab.ir.expr import Var
+from schedlab.ir.functor import post_order_visit
+from schedlab.ir.stmt import Block, BufferStore, For, ForKind, IterType
+
+
+@dataclass(frozen=True)
+class LoopInfo:
+    """One loop above a block: the loop, the block iter var it binds, and that var's kind."""
+
+    loop: For
+    var: Var
+    kind: IterType
+
+
+@dataclass(frozen=True)
+class BlockInfo:
+    """A block whose loops bind its iter vars one to one (a "trivial" binding)."""
+
+    block: Block
+    loops: tuple[LoopInfo, ...]
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.block.init is not None and any(
+            info.kind == IterType.REDUCE for info in self.loops
+        )
+
+    @property
+    def is_injective(self) -> bool:
+        return self.block.init is None and all(info.kind == IterType.SPATIAL for info in self.loops)
+
+    def spatial(self) -> list[LoopInfo]:
+        return [info for info in self.loops if info.kind == IterType.SPATIAL]
+
+    def reduce(self) -> list[LoopInfo]:
+        return [info for info in self.loops if info.kind == IterType.REDUCE]
+
+    def position(self, var: Var) -> int:
+        """The index (outermost 0) of the loop binding block iter var `var`."""
+        return next(i for i, info in enumerate(self.loops) if info.var is var)
+
+
+def block_info(state, block: Block) -> BlockInfo | None:
+    """The loop/iter-var map of `block`, or None when its binding is not trivial (an iter value
+    that is not exactly one loop var, a loop binding nothing or two vars, a loop that is not
+    serial, or an iter var that is neither spatial nor reduce)."""
+    loops = state.loops_above(block)
+    realize = state.realize_of(block)
+    by_loop_var = {loop.loop_var: loop for loop in loops}
+    bound: dict[Var, tuple[Var, IterType]] = {}
+    for iter_var, value in zip(block.iter_vars, realize.iter_values):
+        if iter_var.iter_type not in (IterType.SPATIAL, IterType.REDUCE):
+            return None
+        if not isinstance(value, Var) or value not in by_loop_var or value in bound:
+            return None
+        bound[value] = (iter_var.var, iter_var.iter_type)
+    if len(bound) != len(loops) or any(loop.kind != ForKind.SERIAL for loop in loops):
+        return None
+    if not _predicate_is_true(realize.predicate):
+        return None
+    infos = tuple(LoopInfo(loop, *bound[loop.loop_var]) for loop in loops)
+    return BlockInfo(block, infos)
+
+
+def _predicate_is_true(predicate) -> bool:
+    value = getattr(predicate, "value", None)
+    return predicate is True or value is True or value == 1
+
+
+@dataclass(frozen=True)
+class GemmAxes:
+    """The roles of a GEMM-like block's iter vars: C[batch, M, N] += A[batch, M, K] *
+    B[batch, K, N] (in any index order)."""
+
+    batch: tuple[Var, ...]
+    m: Var
+    n: Var
+    k: Var
+
+
+def gemm_axes(info: BlockInfo) -> GemmAxes | None:
+    """The batch/M/N/K roles when `info` is a GEMM-like reduction, else None.
+
+    GEMM-like: one store into one output buffer, two other buffers read, every index of every
+    access a single iter var; the output is indexed by exactly the spatial vars; exactly one
+    spatial var only in (output, A) -> M, exactly one only in (output, B) -> N, exactly one
+    reduce var, in both A and B -> K; the remaining spatial vars are in all three -> batch."""
+    block = info.block
+    if not info.is_reduction or len(block.writes) != 1:
+        return None
+    out = block.writes[0].buffer
+    inputs = [region for region in block.reads if region.buffer is not out]
+    if len(inputs) != 2 or not _single_store(block):
+        return None
+    index_sets = [_index_vars(block.writes[0])] + [_index_vars(r) for r in inputs]
+    if any(s is None for s in index_sets):
+        return None
+    out_vars, a_vars, b_vars = index_sets
+    spatial = {i.var for i in info.spatial()}
+    reduce = {i.var for i in info.reduce()}
+    if out_vars != spatial or len(reduce) != 1:
+        return None
+    m = [v for v in spatial if v in a_vars and v not in b_vars]
+    n = [v for v in spatial if v in b_vars and v not in a_vars]
+    batch = [v for v in spatial if v in a_vars and v in b_vars]
+    (k,) = reduce
+    if len(m) != 1 or len(n) != 1 or len(batch) + 2 != len(spatial):
+        return None
+    if k not in a_vars or k not in b_vars or a_vars - spatial - reduce or b_vars - spatial - reduce:
+        return None
+    return GemmAxes(tuple(sorted(batch, key=info.position)), m[0], n[0], k)
+
+
+def _index_vars(region) -> set[Var] | None:
+    """The vars of a region whose every dimension is one point at a plain var, else None."""
+    found = set()
+    for rng in region.region:
+        if not isinstance(rng.min, Var) or getattr(rng.extent, "value", None) != 1:
+            return None
+        found.add(rng.min)
+    return found
+
+
+def _single_store(block: Block) -> bool:
+    stores = []
+    post_order_visit(block.body, lambda n: stores.append(n) if isinstance(n, BufferStore) else None)
+    return len(stores) == 1
+
+
+def innermost_write_var(info: BlockInfo) -> Var | None:
+    """The block iter var indexing the last dimension of the block's (single) output, when it
+    is a spatial var bound by a loop: the axis whose consecutive values are adjacent in memory."""
+    if len(info.block.writes) != 1 or not info.block.writes[0].region:
+        return None
+    last = info.block.writes[0].region[-1].min
+    spatial = {i.var for i in info.spatial()}
+    return last if isinstance(last, Var) and last in spatial else None

@@ -1,0 +1,138 @@
+"""`ScheduleRule` and `ApplyDefaultSchedule`, in the shape of TVM's Dlight.
+
+A rule schedules the blocks it recognizes; `ApplyDefaultSchedule(*rules)` is a module pass that
+gives every block of every not-yet-scheduled PrimFunc the first rule that matches it (rules are
+tried in order, so put a fallback last), then marks the function scheduled
+(attr "tir.is_scheduled") and records which rule scheduled which block (attr "dlight.rules").
+A rule that meets a primitive's ScheduleError rolls its steps back and tries a simpler plan or
+declines: a rule never leaves a half-applied or illegal schedule behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from schedlab.ir.function import IRModule, PrimFunc
+from schedlab.ir.transform import Pass
+from schedlab.schedule import Schedule
+from schedlab.schedule.errors import ScheduleError
+from schedlab.target import Target
+
+from .analysis import BlockInfo, block_info
+
+SCHEDULED_ATTR = "tir.is_scheduled"
+RULES_ATTR = "dlight.rules"
+
+
+class ScheduleRule:
+    """A default-schedule rule class.
+
+    Subclasses implement `schedule_block(sch, block, info, target) -> bool`: schedule one root
+    block (a BlockRV whose loops bind its iter vars one to one, described by `info`) and return
+    True, or return False when the block is not theirs. They may raise ScheduleError: the
+    caller undoes every step the rule took on that block."""
+
+    name = "ScheduleRule"
+
+    def schedule_block(self, sch: Schedule, block, info: BlockInfo, target: Target) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} must implement schedule_block")
+
+    def apply(self, func: PrimFunc, target, tunable: bool = False) -> Schedule | None:
+        """Schedule every block of `func` this rule matches; None when it matches none.
+
+        `tunable` is accepted for TVM compatibility: these rules make no sampled decisions."""
+        sch = Schedule(func, target=Target(target), debug=False)
+        fired = {}
+        for name in root_block_names(sch):
+            if try_rule(self, sch, name, sch.target):
+                fired[name] = self.name
+        return sch if fired else None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def root_block_names(sch: Schedule) -> list[str]:
+    """The names of the root block's child blocks, in program order."""
+    state = sch.state
+    root = sch.func.body.block
+    return [block.name_hint for block in state.child_blocks(root)]
+
+
+def try_rule(rule: ScheduleRule, sch: Schedule, name: str, target: Target) -> bool:
+    """Apply `rule` to the block named `name`; False (with nothing changed) when the block is
+    gone, its binding is not trivial, the rule declines, or a primitive refuses."""
+    blocks = sch.state.blocks_named(name)
+    if len(blocks) != 1:
+        return False
+    info = block_info(sch.state, blocks[0])
+    if info is None:
+        return False
+    return attempt(sch, lambda: rule.schedule_block(sch, sch.get_block(name), info, target))
+
+
+def attempt(sch: Schedule, plan: Callable[[], bool | None]) -> bool:
+    """Run `plan` on `sch`; if it raises ScheduleError or returns False, undo its steps."""
+    mark = len(sch.history)
+    try:
+        ok = plan() is not False
+    except ScheduleError:
+        ok = False
+    if not ok:
+        while len(sch.history) > mark:
+            sch.undo()
+    return ok
+
+
+def schedule_func(func: PrimFunc, rules, target="cpu") -> tuple[Schedule, dict[str, str]]:
+    """Schedule each root block of `func` with the first rule in `rules` that takes it.
+
+    Returns the schedule and {block name: rule name} for the blocks some rule scheduled."""
+    target = Target(target)
+    sch = Schedule(func, target=target, debug=False)
+    fired: dict[str, str] = {}
+    for name in root_block_names(sch):
+        for rule in rules:
+            if try_rule(rule, sch, name, target):
+                fired[name] = rule.name
+                break
+    return sch, fired
+
+
+def is_scheduled(func: PrimFunc) -> bool:
+    return bool(func.attrs.get(SCHEDULED_ATTR, False))
+
+
+def ApplyDefaultSchedule(*rules: ScheduleRule, target="cpu") -> Pass:  # noqa: N802 (TVM name)
+    """A module pass giving each PrimFunc not marked "tir.is_scheduled" a default schedule
+    from `rules` (first match per block). The result is marked scheduled, and its
+    "dlight.rules" attr says which rule took which block ("name=Rule,..." text)."""
+    if not rules:
+        raise ValueError("ApplyDefaultSchedule: give at least one rule (e.g. *cpu.default_rules())")
+    for rule in rules:
+        if not isinstance(rule, ScheduleRule):
+            raise TypeError(f"ApplyDefaultSchedule: expected ScheduleRule, got {rule!r}")
+    target = Target(target)
+
+    def run(mod: IRModule) -> IRModule:
+        updated = {}
+        for key, func in mod.items():
+            if isinstance(func, PrimFunc) and not is_scheduled(func):
+                updated[key] = _scheduled(func, rules, target)
+        return mod.update(updated) if updated else mod
+
+    return Pass(run, "ApplyDefaultSchedule", 0, doc=ApplyDefaultSchedule.__doc__)
+
+
+def _scheduled(func: PrimFunc, rules, target: Target) -> PrimFunc:
+    sch, fired = schedule_func(func, rules, target)
+    result = sch.func
+    text = ",".join(f"{name}={rule}" for name, rule in fired.items())
+    return result.with_attr(SCHEDULED_ATTR, True).with_attr(RULES_ATTR, text)
+
+
+def rules_of(func: PrimFunc) -> dict[str, str]:
+    """{block name: rule name} recorded by ApplyDefaultSchedule on `func`."""
+    text = func.attrs.get(RULES_ATTR, "")
+    text = getattr(text, "value", text)
+    return dict(item.split("=", 1) for item in text.split(",") if item)

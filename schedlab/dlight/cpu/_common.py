@@ -1,0 +1,40 @@
+"""Target-derived sizes shared by the CPU rules."""
+
+from __future__ import annotations
+
+from schedlab.target import Target
+
+
+def vector_lanes(target: Target, dtype) -> int:
+    """Elements of `dtype` in one SIMD register of `target` (at least 1)."""
+    width = int(target.attrs.get("simd_width", 128) or 128)
+    bits = max(int(getattr(dtype, "bits", 32)) * int(getattr(dtype, "lanes", 1)), 8)
+    return max(width // bits, 1)
+
+
+def vector_registers(target: Target) -> int:
+    """Architectural SIMD registers: 32 with AVX-512, else 16."""
+    isa = target.attrs.get("isa", ()) or ()
+    return 32 if "avx512f" in isa else 16
+
+
+def output_dtype(block):
+    """The dtype of the block's first written buffer."""
+    return block.writes[0].buffer.dtype
+
+
+def vectorize_innermost(sch, loop, extent: int, lanes: int):
+    """Split `loop` (of `extent`) into [outer, lanes] when it is longer than a vector and
+    vectorize the inner part; vectorize it whole otherwise. Returns the outer loop or None."""
+    if extent > lanes:
+        outer, inner = sch.split(loop, [None, lanes])
+        sch.vectorize(inner)
+        return outer
+    sch.vectorize(loop)
+    return None
+
+
+def extent_of(sch, loop) -> int | None:
+    """The constant extent of a loop handle, or None when symbolic."""
+    value = getattr(sch.get(loop).extent, "value", None)
+    return int(value) if value is not None else None

@@ -1,0 +1,31 @@
+"""`Elementwise`: injective blocks (elementwise maps, padding, transposes, broadcasts)."""
+
+from __future__ import annotations
+
+from ..analysis import BlockInfo
+from ..base import ScheduleRule
+from ._common import extent_of, output_dtype, vector_lanes, vectorize_innermost
+
+
+class Elementwise(ScheduleRule):
+    """Split the innermost loop to the SIMD width and vectorize it; fuse the loops outside it
+    (and the vector loop's outer part) into one parallel loop.
+
+    Matches a block with no init whose iter vars are all spatial and bound one to one by
+    serial loops of constant extent."""
+
+    name = "Elementwise"
+
+    def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
+        if not info.is_injective or not info.loops:
+            return False
+        loops = sch.get_loops(block)
+        extents = [extent_of(sch, loop) for loop in loops]
+        if any(e is None for e in extents):
+            return False
+        lanes = vector_lanes(target, output_dtype(info.block))
+        outer = vectorize_innermost(sch, loops[-1], extents[-1], lanes)
+        parallel = [*loops[:-1], *([outer] if outer is not None else [])]
+        if parallel:
+            sch.parallel(sch.fuse(*parallel) if len(parallel) > 1 else parallel[0])
+        return True
