@@ -107,6 +107,13 @@ def scheduled(func, trace_file: str | None, target: str):
     return sch.mod
 
 
+def default_scheduled(func, target: str):
+    """`func` scheduled by the default CPU rules (schedlab.dlight.cpu)."""
+    from schedlab import dlight
+
+    return dlight.schedule_func(func, dlight.cpu.default_rules(), target)[0].func
+
+
 def _naive_gemm_candidates(args, target) -> dict[str, Callable[[], object]]:
     from schedlab.backend.cpu.compiler import compile_source
 
@@ -145,9 +152,11 @@ def run_bench(
     naive: bool = True,
     printer=print,
     trace: str | None = None,
+    default_schedule: bool = False,
 ) -> list[BenchRow]:
     """Build, check and time workload `name` (scheduled by the JSON trace file `trace`, if
-    given); print a table; return its rows."""
+    given); print a table; return its rows. `default_schedule` adds the workload scheduled by
+    the default CPU rules (schedlab.dlight) as a candidate."""
     import schedlab
 
     spec = workloads.spec(name)
@@ -160,6 +169,10 @@ def run_bench(
     baseline = spec.bound_baseline(**sizes)
     label = "schedlab (trace)" if trace else "schedlab (no schedule)"
     candidates = {label: lambda: kernel(*args)}
+    if default_schedule:
+        default_kernel = schedlab.build(default_scheduled(func, target), target=target)
+        error = max(error, _check(default_kernel, args, reference, spec.num_outputs))
+        candidates["schedlab (default schedule)"] = lambda: default_kernel(*args)
     if naive and name == "gemm" and func.buffers[0].dtype == "float32":
         candidates.update(_naive_gemm_candidates(args, kernel.target))
     numpy_label = "numpy" if spec.baseline else "numpy reference (float64)"

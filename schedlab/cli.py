@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
         help="schedule the workload with this trace (JSON) before building it; a shipped "
         "example may be named without its folder, e.g. gemm_1024_cpu",
     )  # fmt: skip
+    bench.add_argument(
+        "--default-schedule", action="store_true",
+        help="also time the workload scheduled by the default CPU rules (schedlab.dlight)",
+    )  # fmt: skip
     responsive = commands.add_parser(
         "bench-schedule",
         help="how fast primitives apply and traces replay (matmul+bias+relu), against the goals",
@@ -67,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 min_repeat_ms=args.min_repeat_ms,
                 naive=not args.no_naive,
                 trace=args.trace,
+                default_schedule=args.default_schedule,
             )
         elif args.command == "bench-schedule":
             from schedlab.bench import run_schedule_bench

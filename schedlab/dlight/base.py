@@ -91,12 +91,20 @@ def schedule_func(func: PrimFunc, rules, target="cpu") -> tuple[Schedule, dict[s
     target = Target(target)
     sch = Schedule(func, target=target, debug=False)
     fired: dict[str, str] = {}
-    for name in root_block_names(sch):
+    names = root_block_names(sch)
+    for name in names:
         for rule in rules:
             if try_rule(rule, sch, name, target):
                 fired[name] = rule.name
+                # blocks the rule folded into this one (an inlined epilogue) are its too
+                for other in _vanished(sch, names, fired):
+                    fired[other] = rule.name
                 break
     return sch, fired
+
+
+def _vanished(sch: Schedule, names: list[str], fired: dict[str, str]) -> list[str]:
+    return [n for n in names if n not in fired and not sch.state.blocks_named(n)]
 
 
 def is_scheduled(func: PrimFunc) -> bool:

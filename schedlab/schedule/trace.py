@@ -169,8 +169,9 @@ class Trace:
         Only data is read; unknown instruction kinds and malformed entries raise TraceError."""
         return _read_json(data)
 
-    def as_python(self, remove_postproc: bool = False) -> list[str]:
-        """One line per instruction, as Python calls on `sch` (decisions inline)."""
+    def as_python_lines(self, remove_postproc: bool = False) -> list[str]:
+        """One line per instruction, as Python calls on `sch` (decisions inline): the body of
+        `as_python` (TVM's `Trace.as_python` returns this list)."""
         trace = self._without_postproc() if remove_postproc else self
         names = _Names()
         lines = []
@@ -187,12 +188,14 @@ class Trace:
             lines.append(f"{target}{call}")
         return lines
 
-    def as_python_function(self, remove_postproc: bool = False) -> str:
-        body = self.as_python(remove_postproc) or ["pass"]
+    def as_python(self, remove_postproc: bool = False) -> str:
+        """The trace as a runnable Python function `def apply_trace(sch):` (constants are written
+        as `T.int32(...)`: run it with `T` from `schedlab.script.tir` in scope)."""
+        body = self.as_python_lines(remove_postproc) or ["pass"]
         return "def apply_trace(sch):\n" + "".join(f"    {line}\n" for line in body)
 
     def __str__(self) -> str:
-        return self.as_python_function()
+        return self.as_python()
 
     def __len__(self) -> int:
         return len(self.insts)

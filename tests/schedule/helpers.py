@@ -63,7 +63,7 @@ def assert_trace_roundtrip(sch: Schedule, original) -> None:
     Trace.from_json(data).apply_to_schedule(replayed)
     assert_structural_equal(replayed.mod, sch.mod)
     namespace = {"T": T}
-    exec(sch.trace.as_python_function(), namespace)  # our own generated text
+    exec(sch.trace.as_python(), namespace)  # our own generated text
     by_python = Schedule(original)
     namespace["apply_trace"](by_python)
     assert_structural_equal(by_python.mod, sch.mod)

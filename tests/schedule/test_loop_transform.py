@@ -374,7 +374,7 @@ def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 """)  # fmt: skip
     assert_trace_roundtrip(sch, func)
-    assert "sch.fuse(l1, l2, preserve_unit_iters=True)" in sch.trace.as_python_function()
+    assert "sch.fuse(l1, l2, preserve_unit_iters=True)" in sch.trace.as_python()
 
 
 def test_fuse_three_loops_and_a_list_argument():
@@ -467,7 +467,7 @@ def gemm(A: T.Buffer((4, 8), "float32"), B: T.Buffer((8, 6), "float32"),
 """)  # fmt: skip
     assert [sch.get(x).loop_var.name for x in (i, j, k)] == ["i", "j", "k"]  # handles follow
     assert_trace_roundtrip(sch, func)
-    assert "sch.reorder(l3, l1)" in sch.trace.as_python_function()
+    assert "sch.reorder(l3, l1)" in sch.trace.as_python()
     assert_same_numerics(func, sch.func)
 
 

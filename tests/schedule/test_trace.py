@@ -152,7 +152,7 @@ def test_spread_and_nested_list_inputs_both_read():
 def test_as_python_runs_and_reproduces_the_ir():
     func = _gemm()
     sch = _tiled(func)
-    source = sch.trace.as_python_function()
+    source = sch.trace.as_python()
     assert source.startswith("def apply_trace(sch):\n")
     assert "sch.split(" in source and "decision=" in source
     namespace = {"T": T}
@@ -164,7 +164,7 @@ def test_as_python_runs_and_reproduces_the_ir():
 
 
 def test_as_python_of_an_empty_trace():
-    assert Schedule(_gemm()).trace.as_python_function() == "def apply_trace(sch):\n    pass\n"
+    assert Schedule(_gemm()).trace.as_python() == "def apply_trace(sch):\n    pass\n"
 
 
 def test_as_python_writes_constant_values_as_script_constants():
@@ -247,8 +247,8 @@ def test_remove_postproc():
     sch.split(j, [None, 2])
     trace = sch.trace
     assert len(trace.as_json(remove_postproc=True)["insts"]) == 3
-    assert "enter_postproc" in "\n".join(trace.as_python())
-    assert "sample_categorical" not in "\n".join(trace.as_python(remove_postproc=True))
+    assert "enter_postproc" in trace.as_python()
+    assert "sample_categorical" not in trace.as_python(remove_postproc=True)
     assert_structural_equal(_replay(trace, func, remove_postproc=True).mod, before)
     assert_structural_equal(_replay(_roundtrip(trace), func).mod, sch.mod)
     assert len(trace.simplified(remove_postproc=True)) == 3
@@ -357,7 +357,7 @@ def test_python_code_in_a_trace_is_only_a_string(tmp_path):
     with pytest.raises(TraceError, match="no block named"):
         trace.apply_to_schedule(Schedule(func))
     namespace = {"T": T}
-    exec(trace.as_python_function(), namespace)  # the code is a string literal in the source
+    exec(trace.as_python(), namespace)  # the code is a string literal in the source
     with pytest.raises(ScheduleError, match="no block named"):
         namespace["apply_trace"](Schedule(func))
     assert not marker.exists()

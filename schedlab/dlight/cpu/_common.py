@@ -23,9 +23,21 @@ def output_dtype(block):
     return block.writes[0].buffer.dtype
 
 
+def fit_lanes(extent: int, lanes: int) -> int:
+    """The vector length for a loop of `extent`: the whole loop when it fits in one vector,
+    else the largest divisor of `extent` between lanes/2 and lanes (no predicate), else
+    `lanes` (the last vector is predicated)."""
+    if extent <= lanes:
+        return extent
+    divisors = [d for d in range(lanes, max(lanes // 2, 1) - 1, -1) if extent % d == 0]
+    return divisors[0] if divisors else lanes
+
+
 def vectorize_innermost(sch, loop, extent: int, lanes: int):
-    """Split `loop` (of `extent`) into [outer, lanes] when it is longer than a vector and
-    vectorize the inner part; vectorize it whole otherwise. Returns the outer loop or None."""
+    """Split `loop` (of `extent`) into [outer, vector] (vector length from `fit_lanes`) when it
+    is longer than a vector and vectorize the inner part; vectorize it whole otherwise.
+    Returns the outer loop, or None when the whole loop was vectorized."""
+    lanes = fit_lanes(extent, lanes)
     if extent > lanes:
         outer, inner = sch.split(loop, [None, lanes])
         sch.vectorize(inner)

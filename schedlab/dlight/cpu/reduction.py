@@ -3,9 +3,11 @@ pooling)."""
 
 from __future__ import annotations
 
+from schedlab.ir.stmt import IterType
+
 from ..analysis import BlockInfo, innermost_write_var
 from ..base import ScheduleRule, attempt
-from ._common import extent_of, output_dtype, vector_lanes, vectorize_innermost
+from ._common import extent_of, fit_lanes, output_dtype, vector_lanes
 
 # Vectorize an inner spatial axis only when it is at least this long (shorter vectors cost
 # more in predicates than they save).
@@ -44,11 +46,8 @@ def _vector_plan(sch, block, info: BlockInfo, target) -> bool:
     extent = extent_of(sch, loops[pos])
     if extent < MIN_VECTOR_EXTENT:
         return False
-    lanes = vector_lanes(target, output_dtype(info.block))
-    inner_loops = [loops[i] for i, loop in enumerate(info.loops) if i != pos]
-    spatial = [loops[i] for i, loop in enumerate(info.loops) if loop.kind.value == "spatial"]
-    reduce = [loops[i] for i, loop in enumerate(info.loops) if loop.kind.value == "reduce"]
-    del inner_loops
+    lanes = fit_lanes(extent, vector_lanes(target, output_dtype(info.block)))
+    spatial, reduce = _split_kinds(loops, info)
     outer_spatial = [loop for loop in spatial if loop is not loops[pos]]
     if extent > lanes:
         vec_outer, vec = sch.split(loops[pos], [None, lanes])
@@ -56,17 +55,19 @@ def _vector_plan(sch, block, info: BlockInfo, target) -> bool:
     else:
         vec = loops[pos]
     sch.reorder(*outer_spatial, *reduce, vec)
+    # one vector of accumulators in "local" scope, written back once per output vector
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, outer_spatial[-1])
     init = sch.decompose_reduction(block, reduce[0])
     sch.vectorize(vec)
     sch.vectorize(sch.get_loops(init)[-1])
+    sch.vectorize(sch.get_loops(write_back)[-1])
     _parallel(sch, outer_spatial)
     return True
 
 
 def _row_plan(sch, block, info: BlockInfo) -> bool:
-    loops = sch.get_loops(block)
-    spatial = [loops[i] for i, loop in enumerate(info.loops) if loop.kind.value == "spatial"]
-    reduce = [loops[i] for i, loop in enumerate(info.loops) if loop.kind.value == "reduce"]
+    spatial, reduce = _split_kinds(sch.get_loops(block), info)
     if reduce and any(info.position(i.var) < info.position(info.spatial()[-1].var)
                       for i in info.reduce()):  # fmt: skip
         sch.reorder(*spatial, *reduce)
@@ -74,10 +75,14 @@ def _row_plan(sch, block, info: BlockInfo) -> bool:
     return True
 
 
+def _split_kinds(loops, info: BlockInfo) -> tuple[list, list]:
+    """The loop handles binding spatial iter vars, and those binding reduce iter vars."""
+    spatial = [h for h, i in zip(loops, info.loops) if i.kind == IterType.SPATIAL]
+    reduce = [h for h, i in zip(loops, info.loops) if i.kind == IterType.REDUCE]
+    return spatial, reduce
+
+
 def _parallel(sch, loops) -> None:
     """Fuse the (adjacent, outermost) loops and parallelize the result."""
     if loops:
         sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])
-
-
-__all__ = ["Reduction", "vectorize_innermost"]

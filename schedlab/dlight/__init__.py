@@ -1,0 +1,25 @@
+"""`schedlab.dlight`: default schedules from rule classes, in the shape of TVM's Dlight.
+
+    from schedlab import dlight
+    mod = dlight.ApplyDefaultSchedule(*dlight.cpu.default_rules())(mod)
+
+Each root block of each PrimFunc not marked "tir.is_scheduled" gets the first rule that matches
+it; the result is marked scheduled and its attr "dlight.rules" names the rule per block."""
+
+from . import cpu
+from .analysis import BlockInfo, GemmAxes, block_info, gemm_axes
+from .base import (
+    RULES_ATTR,
+    SCHEDULED_ATTR,
+    ApplyDefaultSchedule,
+    ScheduleRule,
+    is_scheduled,
+    rules_of,
+    schedule_func,
+)
+
+__all__ = [
+    "RULES_ATTR", "SCHEDULED_ATTR", "ApplyDefaultSchedule", "BlockInfo", "GemmAxes",
+    "ScheduleRule", "block_info", "cpu", "gemm_axes", "is_scheduled", "rules_of",
+    "schedule_func",
+]  # fmt: skip

@@ -1,0 +1,16 @@
+"""Default CPU schedule rules, tried in this order by `default_rules()`:
+`Matmul` (GEMM-like reductions), `Reduction` (other reductions), `Elementwise` (injective
+blocks), `Fallback` (parallel outer spatial loop)."""
+
+from .elementwise import Elementwise
+from .fallback import Fallback
+from .matmul import Matmul
+from .reduction import Reduction
+
+
+def default_rules() -> tuple:
+    """Fresh instances of the CPU rules in first-match order, the fallback last."""
+    return (Matmul(), Reduction(), Elementwise(), Fallback())
+
+
+__all__ = ["Elementwise", "Fallback", "Matmul", "Reduction", "default_rules"]

@@ -1,0 +1,114 @@
+"""`Matmul`: GEMM-like reductions (batch x M x N x K), register-tiled as
+schedlab/examples/gemm_cpu.py does by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schedlab.target import Target
+
+from ..analysis import BlockInfo, GemmAxes, gemm_axes
+from ..base import ScheduleRule, attempt
+from ._common import extent_of, output_dtype, vector_lanes, vector_registers
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """A register tile: `rows` x (`vectors` x `lanes`) accumulators."""
+
+    rows: int
+    vectors: int
+    lanes: int
+
+
+class Matmul(ScheduleRule):
+    """Register-tiled GEMM: for each (batch, column panel) in parallel, for each row tile, a
+    `rows x vectors*lanes` accumulator in "local" scope (cache_write + reverse_compute_at) is
+    zeroed (decompose_reduction), updated over K with unrolled rows/vectors and vectorized
+    lanes, and written back vectorized; a single elementwise consumer of the output (a
+    bias/ReLU epilogue) is folded into that write-back when reverse_compute_inline allows.
+
+    The tile comes from the target: `lanes` = SIMD width / dtype bits, rows x vectors = half
+    the vector registers. Non-divisible extents give predicated tiles; if a primitive refuses,
+    the rule retries with one-vector tiles, then with only the outer loops parallel.
+
+    Matches a reduction block whose accesses are C[batch.., M, N] and two inputs
+    A[batch.., M, K], B[batch.., K, N] (any index order, see `gemm_axes`)."""
+
+    name = "Matmul"
+
+    def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
+        axes = gemm_axes(info)
+        if axes is None:
+            return False
+        loops = sch.get_loops(block)
+        if any(extent_of(sch, loop) is None for loop in loops):
+            return False
+        for tile in candidate_tiles(sch, loops, info, axes, target):
+            if attempt(sch, lambda t=tile: _tiled_plan(sch, block, info, axes, t)):
+                return True
+        return attempt(sch, lambda: _simple_plan(sch, block, info, axes))
+
+
+def candidate_tiles(sch, loops, info: BlockInfo, axes: GemmAxes, target: Target):
+    """Register tiles to try, best first, fitted to the M and N extents."""
+    lanes = vector_lanes(target, output_dtype(info.block))
+    m_extent = extent_of(sch, loops[info.position(axes.m)])
+    n_extent = extent_of(sch, loops[info.position(axes.n)])
+    lanes = min(lanes, n_extent)
+    vectors = max(min(2, n_extent // lanes), 1)
+    rows = max(min(vector_registers(target) // 2 // vectors, m_extent), 1)
+    tiles = [GemmTile(rows, vectors, lanes)]
+    if vectors > 1:
+        tiles.append(GemmTile(rows, 1, lanes))
+    return tiles
+
+
+def _tiled_plan(sch, block, info: BlockInfo, axes: GemmAxes, tile: GemmTile) -> bool:
+    loops = sch.get_loops(block)
+    batch = [loops[info.position(v)] for v in axes.batch]
+    i, j, k = (loops[info.position(v)] for v in (axes.m, axes.n, axes.k))
+    sch.reorder(*batch, i, j, k)
+    i0, i1 = sch.split(i, [None, tile.rows])
+    j0, j1, j2 = sch.split(j, [None, tile.vectors, tile.lanes])
+    sch.reorder(j0, i0, k, i1, j1, j2)
+    write_back = sch.cache_write(block, 0, "local")
+    attempt(sch, lambda: _inline_epilogue(sch, write_back))  # before the predicates appear
+    sch.reverse_compute_at(write_back, i0)
+    init = sch.decompose_reduction(block, k)
+    sch.parallel(sch.fuse(*batch, j0) if batch else j0)
+    _register_tile(sch, [i1, j1, j2])
+    _register_tile(sch, sch.get_loops(init)[-3:])
+    *_, rows, cols = sch.get_loops(write_back)
+    cols_outer, cols_inner = sch.split(cols, [None, tile.lanes])
+    _register_tile(sch, [rows, cols_outer, cols_inner])
+    return True
+
+
+def _register_tile(sch, loops) -> None:
+    """Rows and vector groups unrolled, the innermost loop vectorized."""
+    *unrolled, lanes = loops
+    for loop in unrolled:
+        sch.unroll(loop)
+    sch.vectorize(lanes)
+
+
+def _inline_epilogue(sch, write_back) -> bool:
+    """Fold the single consumer of the GEMM's output into the write-back block."""
+    consumers = sch.get_consumers(write_back)
+    if len(consumers) != 1:
+        return False
+    sch.reverse_compute_inline(consumers[0])
+    return True
+
+
+def _simple_plan(sch, block, info: BlockInfo, axes: GemmAxes) -> bool:
+    """Batch and M outermost and parallel, then K, then N innermost (a contiguous row of C
+    and of B per k), the init decomposed out of K."""
+    loops = sch.get_loops(block)
+    batch = [loops[info.position(v)] for v in axes.batch]
+    i, j, k = (loops[info.position(v)] for v in (axes.m, axes.n, axes.k))
+    sch.reorder(*batch, i, k, j)
+    sch.decompose_reduction(block, k)
+    sch.parallel(sch.fuse(*batch, i) if batch else i)
+    return True

@@ -1,0 +1,19 @@
+"""Graph passes (TVM's relax.transform): each is a pass factory returning a module pass that
+runs through the shared pass infrastructure (`schedlab.ir.transform`: Sequential, PassContext,
+PassRecorder).
+
+    mod = Sequential([LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(),
+                      DeadCodeElimination(), CanonicalizeBindings(), ToNonDataflow()])(mod)
+"""
+
+from .annotate_tir_op_pattern import AnnotateTIROpPattern, analyze_op_pattern
+from .canonicalize_bindings import CanonicalizeBindings
+from .dead_code_elimination import DeadCodeElimination
+from .fold_constant import FoldConstant
+from .legalize_ops import LegalizeOps, legalize_call
+from .to_non_dataflow import ToNonDataflow
+
+__all__ = [
+    "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
+    "FoldConstant", "LegalizeOps", "legalize_call", "ToNonDataflow",
+]  # fmt: skip
