@@ -84,12 +84,15 @@ def attempt(sch: Schedule, plan: Callable[[], bool | None]) -> bool:
     return ok
 
 
-def schedule_func(func: PrimFunc, rules, target="cpu") -> tuple[Schedule, dict[str, str]]:
+def schedule_func(
+    func: PrimFunc, rules, target="cpu", debug: bool = False
+) -> tuple[Schedule, dict[str, str]]:
     """Schedule each root block of `func` with the first rule in `rules` that takes it.
 
-    Returns the schedule and {block name: rule name} for the blocks some rule scheduled."""
+    Returns the schedule and {block name: rule name} for the blocks some rule scheduled.
+    `debug=True` verifies the IR after every primitive (slower; for tests)."""
     target = Target(target)
-    sch = Schedule(func, target=target, debug=False)
+    sch = Schedule(func, target=target, debug=debug)
     fired: dict[str, str] = {}
     names = root_block_names(sch)
     for name in names:
@@ -111,22 +114,26 @@ def is_scheduled(func: PrimFunc) -> bool:
     return bool(func.attrs.get(SCHEDULED_ATTR, False))
 
 
-def ApplyDefaultSchedule(*rules: ScheduleRule, target="cpu") -> Pass:  # noqa: N802 (TVM name)
+def ApplyDefaultSchedule(*rules: ScheduleRule, target=None) -> Pass:  # noqa: N802 (TVM name)
     """A module pass giving each PrimFunc not marked "tir.is_scheduled" a default schedule
     from `rules` (first match per block). The result is marked scheduled, and its
-    "dlight.rules" attr says which rule took which block ("name=Rule,..." text)."""
+    "dlight.rules" attr says which rule took which block ("name=Rule,..." text).
+
+    The target is `target`, else the one entered with `with Target(...):` when the pass runs
+    (as in TVM), else `Target("cpu")`."""
     if not rules:
         raise ValueError("ApplyDefaultSchedule: give at least one rule (e.g. *cpu.default_rules())")
     for rule in rules:
         if not isinstance(rule, ScheduleRule):
             raise TypeError(f"ApplyDefaultSchedule: expected ScheduleRule, got {rule!r}")
-    target = Target(target)
+    fixed = None if target is None else Target(target)
 
     def run(mod: IRModule) -> IRModule:
+        current = fixed or Target.current() or Target("cpu")
         updated = {}
         for key, func in mod.items():
             if isinstance(func, PrimFunc) and not is_scheduled(func):
-                updated[key] = _scheduled(func, rules, target)
+                updated[key] = _scheduled(func, rules, current)
         return mod.update(updated) if updated else mod
 
     return Pass(run, "ApplyDefaultSchedule", 0, doc=ApplyDefaultSchedule.__doc__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .buffer import Buffer
@@ -100,6 +100,16 @@ class IRModule(Node):
     def items(self):
         return self._functions.items()
 
+    def keys(self):
+        return self._functions.keys()
+
+    def values(self):
+        return self._functions.values()
+
+    def get(self, name: str, default=None):
+        """The function `name`, or `default` when the module has none (dict-like)."""
+        return self._functions.get(name, default)
+
     def functions(self) -> dict[str, BaseFunc]:
         return dict(self._functions)
 
@@ -124,3 +134,6 @@ class IRModule(Node):
 
     def replace(self, **changes):  # Node.replace uses dataclasses; a module is not one
         return IRModule(changes.get("functions", self._functions), changes.get("attrs", self.attrs))
+
+
+Mapping.register(IRModule)  # read-only name -> function mapping (isinstance checks, dict(...))

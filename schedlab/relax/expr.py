@@ -105,7 +105,7 @@ class Constant(Expr):
     key: tuple = dataclasses.field(init=False, metadata={"child": False, "compare": True})
 
     def __post_init__(self):
-        data = np.ascontiguousarray(np.asarray(self.data))
+        data = np.asarray(self.data, order="C")  # keeps 0-d (ascontiguousarray makes 1-d)
         DataType(str(data.dtype))  # fail early on dtypes the IR has no name for
         data.setflags(write=False)
         object.__setattr__(self, "data", data)

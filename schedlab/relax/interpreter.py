@@ -170,7 +170,7 @@ class _Frame:
         try:
             from schedlab import interpret
 
-            interpret(func, *[np.ascontiguousarray(a) for a in args], *outs)
+            interpret(func, *[np.asarray(a, order="C") for a in args], *outs)
         except Exception as err:
             raise self.error(f"call_tir {name}: {err}") from err
         return tuple(outs) if isinstance(sinfo, TupleStructInfo) else outs[0]
@@ -263,7 +263,7 @@ def _prim(value: E.PrimExpr, dims: Mapping):
 # -- registered operators -------------------------------------------------------------------------
 def run_op(name: str, arrays, attrs: Mapping | None = None):
     """Run the registered operator `name` on numpy arrays by legalizing it for their shapes."""
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [np.asarray(a, order="C") for a in arrays]
     func, out_tensors = _legalized(name, arrays, dict(attrs or {}))
     outs = [np.zeros(tuple(int(d) for d in t.shape), str(t.dtype)) for t in out_tensors]
     from schedlab import interpret

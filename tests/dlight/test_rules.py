@@ -13,6 +13,8 @@ from schedlab.dlight.cpu._common import fit_lanes, vector_lanes
 from schedlab.ir.structural import structural_equal
 from schedlab.schedule import Schedule
 from schedlab.target import Target
+from tests.dlight.test_default_schedule import ODD_SIZES
+from tests.schedule.helpers import assert_trace_roundtrip
 
 
 def info_of(func, name):
@@ -124,3 +126,24 @@ def test_bench_default_schedule_row():
                      printer=lines.append, default_schedule=True)  # fmt: skip
     assert "schedlab (default schedule)" in [row.name for row in rows]
     assert any(line.startswith("schedlab (default schedule)") for line in lines)
+
+
+@pytest.mark.parametrize("sizes, cores", [(dict(M=37, N=5), 2), (dict(M=3, N=7), 4)])
+def test_all_reduce_partial_sums(sizes, cores):
+    """Split rows (37 = 8 uneven chunks) or, when too short, all loops fused (21 < 32)."""
+    func, reference = workloads.get("norm", **sizes)
+    target = Target("cpu", num_cores=cores)
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), target)
+    expected = {"T_sq_sum": "Reduction"} if cores == 2 else {}
+    assert fired == expected
+    args = workloads.make_args(sch.func, seed=4)
+    schedlab.build(sch.func)(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gemm", "matmul_bias_relu", "conv2d_nchw", "softmax", "norm"])
+def test_default_schedule_trace_replays(name):
+    """The recorded trace (rolled-back attempts excluded) replays to the same function."""
+    func, _ = workloads.get(name, **ODD_SIZES[name])
+    sch, _ = dlight.schedule_func(func, dlight.cpu.default_rules())
+    assert_trace_roundtrip(sch, func)

@@ -3,11 +3,12 @@ pooling)."""
 
 from __future__ import annotations
 
+from schedlab.ir.functor import collect_vars
 from schedlab.ir.stmt import IterType
 
 from ..analysis import BlockInfo, innermost_write_var
 from ..base import ScheduleRule, attempt
-from ._common import extent_of, fit_lanes, output_dtype, vector_lanes
+from ._common import extent_of, fit_lanes, output_dtype, vector_lanes, vector_registers
 
 # Vectorize an inner spatial axis only when it is at least this long (shorter vectors cost
 # more in predicates than they save).
@@ -22,22 +23,26 @@ class Reduction(ScheduleRule):
     moved inside the reduction loops and vectorized, the init decomposed out of them; the other
     spatial loops are fused and parallel. Otherwise (a row reduction such as softmax's row max,
     layer_norm's mean, gemv): the spatial loops are fused and parallel, and each reduction runs
-    serially in one thread, so its result is the same as unscheduled."""
+    serially in one thread, so its result is the same as unscheduled. A reduction to one value
+    (no spatial axis) is split into parallel partial reductions with rfactor."""
 
     name = "Reduction"
 
     def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
-        if not info.is_reduction or not info.spatial():
+        if not info.is_reduction:
             return False
         loops = sch.get_loops(block)
         if any(extent_of(sch, loop) is None for loop in loops):
             return False
-        if attempt(sch, lambda: _vector_plan(sch, block, info, target)):
-            return True
+        if not info.spatial():
+            return _all_reduce_plan(sch, block, target)
+        for tiled in (True, False):
+            if attempt(sch, lambda t=tiled: _vector_plan(sch, block, info, target, t)):
+                return True
         return _row_plan(sch, block, info)
 
 
-def _vector_plan(sch, block, info: BlockInfo, target) -> bool:
+def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
     var = innermost_write_var(info)
     if var is None or len(info.spatial()) < 2:
         return False
@@ -46,23 +51,89 @@ def _vector_plan(sch, block, info: BlockInfo, target) -> bool:
     extent = extent_of(sch, loops[pos])
     if extent < MIN_VECTOR_EXTENT:
         return False
+    row_var = reuse_var(info, var) if tiled else None
+    if tiled and row_var is None:
+        return False
     lanes = fit_lanes(extent, vector_lanes(target, output_dtype(info.block)))
     spatial, reduce = _split_kinds(loops, info)
-    outer_spatial = [loop for loop in spatial if loop is not loops[pos]]
+    inner = []
+    if row_var is not None:
+        row_loop = loops[info.position(row_var)]
+        rows = fit_rows(extent_of(sch, row_loop), vector_registers(target) // 4)
+        row_outer, row_inner = sch.split(row_loop, [None, rows])
+        spatial = [row_outer if h is row_loop else h for h in spatial]
+        inner.append(row_inner)
+    outer = [h for h in spatial if h is not loops[pos]]
     if extent > lanes:
         vec_outer, vec = sch.split(loops[pos], [None, lanes])
-        outer_spatial.append(vec_outer)
+        outer.append(vec_outer)
     else:
         vec = loops[pos]
-    sch.reorder(*outer_spatial, *reduce, vec)
-    # one vector of accumulators in "local" scope, written back once per output vector
+    sch.reorder(*outer, *reduce, *inner, vec)
+    _accumulate_locally(sch, block, outer[-1], reduce[0], len(inner))
+    _parallel(sch, outer)
+    return True
+
+
+def _accumulate_locally(sch, block, tile_loop, first_reduce, unrolled: int) -> None:
+    """Accumulators for one tile in "local" scope (cache_write, written back under
+    `tile_loop`), zeroed outside the reduction loops; the innermost loop of each of the three
+    blocks vectorized and the `unrolled` loops just outside it unrolled."""
     write_back = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(write_back, outer_spatial[-1])
-    init = sch.decompose_reduction(block, reduce[0])
-    sch.vectorize(vec)
-    sch.vectorize(sch.get_loops(init)[-1])
-    sch.vectorize(sch.get_loops(write_back)[-1])
-    _parallel(sch, outer_spatial)
+    sch.reverse_compute_at(write_back, tile_loop)
+    init = sch.decompose_reduction(block, first_reduce)
+    for stage in (block, init, write_back):
+        *_, vec = sch.get_loops(stage)
+        for loop in sch.get_loops(stage)[-1 - unrolled : -1]:
+            sch.unroll(loop)
+        sch.vectorize(vec)
+
+
+def reuse_var(info: BlockInfo, vec_var):
+    """A spatial iter var to tile as register rows: one that some input indexed by `vec_var`
+    does not depend on, so each vector loaded from that input serves every row (a
+    convolution's output channel for its data, or its output column for its weights). The
+    innermost such var, or None."""
+    out = info.block.writes[0].buffer
+    candidates = []
+    for region in info.block.reads:
+        used = _region_vars(region)
+        if region.buffer is out or vec_var not in used:
+            continue
+        candidates += [i.var for i in info.spatial() if i.var not in used and i.var is not vec_var]
+    return max(candidates, key=info.position) if candidates else None
+
+
+def _region_vars(region) -> set:
+    found = set()
+    for rng in region.region:
+        found |= set(collect_vars(rng.min)) | set(collect_vars(rng.extent))
+    return found
+
+
+def fit_rows(extent: int, limit: int) -> int:
+    """Rows of a register tile: the largest divisor of `extent` up to `limit` when it is at
+    least limit/2 (no predicate), else `limit` capped at `extent`."""
+    divisors = [d for d in range(min(limit, extent), 0, -1) if extent % d == 0]
+    best = divisors[0] if divisors else 1
+    return best if best * 2 >= min(limit, extent) else min(limit, extent)
+
+
+def _all_reduce_plan(sch, block, target) -> bool:
+    """A reduction to a single value (e.g. a 0-d norm): the outermost reduction loop (or, if
+    short, all of them fused) split into `4 x cores` chunks, each chunk reduced into its own
+    slot by rfactor in parallel, then the slots reduced serially. Changes the order of the
+    additions, not the result beyond rounding."""
+    first = sch.get_loops(block)[0]
+    parts = 4 * int(target.attrs.get("num_cores", 1) or 1)
+    if extent_of(sch, first) < 2 * parts:  # too short to split: fuse all to get a long one
+        loops = sch.get_loops(block)
+        first = sch.fuse(*loops) if len(loops) > 1 else first
+        if extent_of(sch, first) < 2 * parts:
+            return False
+    outer, _ = sch.split(first, [parts, None])
+    partial = sch.rfactor(outer, 0)
+    sch.parallel(sch.get_loops(partial)[0])
     return True
 
 

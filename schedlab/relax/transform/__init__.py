@@ -3,17 +3,20 @@ runs through the shared pass infrastructure (`schedlab.ir.transform`: Sequential
 PassRecorder).
 
     mod = Sequential([LegalizeOps(), AnnotateTIROpPattern(), FoldConstant(),
-                      DeadCodeElimination(), CanonicalizeBindings(), ToNonDataflow()])(mod)
+                      DeadCodeElimination(), CanonicalizeBindings(), FuseOps(), FuseTIR(),
+                      DeadCodeElimination(), ToNonDataflow()])(mod)
 """
 
 from .annotate_tir_op_pattern import AnnotateTIROpPattern, analyze_op_pattern
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeOps, legalize_call
 from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
-    "FoldConstant", "LegalizeOps", "legalize_call", "ToNonDataflow",
+    "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call", "ToNonDataflow",
 ]  # fmt: skip

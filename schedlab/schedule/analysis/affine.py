@@ -210,8 +210,12 @@ def _collect_terms(expr, scale: int, extents: dict[int, int], digits: list, free
                 return _collect_terms(rest, scale * factor.value, extents, digits, free)
     digit = _digit(expr, extents)
     if digit is not None:
-        if digit[2] > 1:  # a digit of extent 1 is the constant 0
+        if digit[2] > 1:
             digits.append((scale, *digit))
+        elif not isinstance(expr, Var):
+            # `v // e` or `v % 1` of a longer loop is a constant 0 the detector does not accept;
+            # only a unit loop itself (what split leaves with preserve_unit_iters) is dropped
+            return False
         return True
     if uses_var(expr, lambda v: id(v) in extents):
         return False

@@ -99,10 +99,8 @@ def _transpose_pads(ctx, attrs, x, kernel, strides, dilations, out_pad):
     return before + after
 
 
-@converter("MaxPool", "AveragePool", "LpPool")
+@converter("MaxPool", "AveragePool")
 def _pool(ctx, node, inputs, attrs, opset):
-    if node.op_type == "LpPool":
-        raise ctx.error("LpPool is not supported")
     if len([o for o in node.output if o]) > 1:
         raise ctx.error("the Indices output of MaxPool is not supported")
     x, kernel = inputs[0], [int(k) for k in attrs["kernel_shape"]]

@@ -8,7 +8,7 @@ It returns one graph expression, or a tuple of them for a node with several outp
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 CONVERTERS: dict[str, Callable] = {}
 

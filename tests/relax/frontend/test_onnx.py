@@ -1,0 +1,314 @@
+"""The ONNX importer: small models built with onnx.helper are imported, evaluated by the graph
+interpreter and compared with onnxruntime; unsupported ops and corrupt files give one clear
+error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from schedlab.relax.frontend.onnx import OnnxImportError, from_onnx  # noqa: E402
+from schedlab.relax.interpreter import run  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def make_model(nodes, inputs, outputs, inits=(), opset=17):
+    """A model from nodes; `inputs`/`outputs` are (name, shape) pairs (float32)."""
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [numpy_helper.from_array(np.asarray(v), name=k) for k, v in dict(inits).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def check_against_ort(model, feeds: dict, shape_dict=None):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    mod = from_onnx(model, shape_dict)
+    got = run(mod, *feeds.values())
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    return mod
+
+
+def test_mlp():
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]),
+        helper.make_node("Add", ["h", "b1"], ["h1"]),
+        helper.make_node("Relu", ["h1"], ["h2"]),
+        helper.make_node("Gemm", ["h2", "w2", "b2"], ["y"], transB=1, alpha=0.5, beta=2.0),
+        helper.make_node("Sigmoid", ["y"], ["out"]),
+    ]
+    inits = {"w1": rand(5, 7), "b1": rand(7), "w2": rand(3, 7), "b2": rand(3)}
+    model = make_model(nodes, [("x", [4, 5])], [("out", [4, 3])], inits)
+    check_against_ort(model, {"x": rand(4, 5)})
+
+
+def test_mlp_with_symbolic_batch():
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Tanh", ["h"], ["out"]),
+    ]
+    model = make_model(nodes, [("x", ["batch", 5])], [("out", ["batch", 3])], {"w": rand(5, 3)})
+    mod = from_onnx(model)
+    assert str(mod["main"].params[0].struct_info_) == "Tensor((batch, 5), float32)"
+    x = rand(6, 5)
+    np.testing.assert_allclose(run(mod, x), np.tanh(x @ model_init(model, "w")), rtol=1e-5)
+    fixed = from_onnx(model, {"x": (2, 5)})
+    assert str(fixed["main"].params[0].struct_info_) == "Tensor((2, 5), float32)"
+
+
+def model_init(model, name):
+    for init in model.graph.initializer:
+        if init.name == name:
+            return numpy_helper.to_array(init)
+    raise KeyError(name)
+
+
+def conv_bn_relu(prefix, x, cin, cout, inits, stride=1):
+    """Conv (3x3, pad 1) -> BatchNormalization -> Relu nodes."""
+    inits[f"{prefix}_w"] = rand(cout, cin, 3, 3, scale=0.3)
+    inits[f"{prefix}_b"] = rand(cout)
+    inits[f"{prefix}_g"] = rand(cout) * 0.2 + 1
+    inits[f"{prefix}_be"] = rand(cout)
+    inits[f"{prefix}_m"] = rand(cout)
+    inits[f"{prefix}_v"] = np.abs(rand(cout)) + 0.5
+    return [
+        helper.make_node(
+            "Conv",
+            [x, f"{prefix}_w", f"{prefix}_b"],
+            [f"{prefix}_c"],
+            pads=[1, 1, 1, 1],
+            strides=[stride, stride],
+        ),  # fmt: skip
+        helper.make_node(
+            "BatchNormalization",
+            [f"{prefix}_c", f"{prefix}_g", f"{prefix}_be", f"{prefix}_m", f"{prefix}_v"],
+            [f"{prefix}_bn"],
+            epsilon=1e-3,
+        ),
+        helper.make_node("Relu", [f"{prefix}_bn"], [f"{prefix}_out"]),
+    ]
+
+
+def test_small_resnet():
+    inits = {}
+    nodes = conv_bn_relu("stem", "x", 3, 4, inits)
+    nodes.append(helper.make_node("MaxPool", ["stem_out"], ["p"], kernel_shape=[3, 3],
+                                  strides=[2, 2], pads=[1, 1, 1, 1]))  # fmt: skip
+    nodes += conv_bn_relu("b1", "p", 4, 4, inits)
+    nodes.append(helper.make_node("Add", ["b1_out", "p"], ["res"]))
+    nodes += conv_bn_relu("b2", "res", 4, 3, inits)
+    nodes += [
+        helper.make_node("Concat", ["res", "b2_out"], ["cat"], axis=1),
+        helper.make_node("GlobalAveragePool", ["cat"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["out"], axis=1),
+    ]
+    inits["fc_w"], inits["fc_b"] = rand(5, 7), rand(5)
+    model = make_model(nodes, [("x", [2, 3, 9, 11])], [("out", [2, 5])], inits, opset=13)
+    check_against_ort(model, {"x": rand(2, 3, 9, 11)})
+
+
+def test_transformer_encoder_block():
+    seq, dim, heads = 5, 8, 2
+    head_dim = dim // heads
+    inits = {
+        "wq": rand(dim, dim, scale=0.4), "wk": rand(dim, dim, scale=0.4),
+        "wv": rand(dim, dim, scale=0.4), "wo": rand(dim, dim, scale=0.4),
+        "ln1_g": rand(dim) + 1, "ln1_b": rand(dim), "ln2_g": rand(dim) + 1, "ln2_b": rand(dim),
+        "w1": rand(dim, 12, scale=0.4), "b1": rand(12), "w2": rand(12, dim, scale=0.4),
+        "b2": rand(dim), "split_shape": np.array([1, seq, heads, head_dim], np.int64),
+        "merge_shape": np.array([1, seq, dim], np.int64),
+        "scale": np.array(1 / np.sqrt(head_dim), np.float32),
+    }  # fmt: skip
+    nodes = []
+    for name in "qkv":
+        nodes += [
+            helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}0"]),
+            helper.make_node("Reshape", [f"{name}0", "split_shape"], [f"{name}1"]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["k1"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["q", "kt"], ["s0"]),
+        helper.make_node("Mul", ["s0", "scale"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["a0"]),
+        helper.make_node("Transpose", ["a0"], ["a1"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["a1", "merge_shape"], ["a2"]),
+        helper.make_node("MatMul", ["a2", "wo"], ["a"]),
+        helper.make_node("Add", ["x", "a"], ["r1"]),
+        helper.make_node("LayerNormalization", ["r1", "ln1_g", "ln1_b"], ["n1"], axis=-1),
+        helper.make_node("MatMul", ["n1", "w1"], ["f0"]),
+        helper.make_node("Add", ["f0", "b1"], ["f1"]),
+        helper.make_node("Gelu", ["f1"], ["f2"]),
+        helper.make_node("MatMul", ["f2", "w2"], ["f3"]),
+        helper.make_node("Add", ["f3", "b2"], ["f4"]),
+        helper.make_node("Add", ["n1", "f4"], ["r2"]),
+        helper.make_node(
+            "LayerNormalization", ["r2", "ln2_g", "ln2_b"], ["out"], epsilon=1e-6
+        ),  # fmt: skip
+    ]
+    model = make_model(nodes, [("x", [1, seq, dim])], [("out", [1, seq, dim])], inits, 20)
+    check_against_ort(model, {"x": rand(1, seq, dim)})
+
+
+@pytest.mark.parametrize(
+    "op, attrs, shape, opset",
+    [
+        ("Softmax", {"axis": 1}, [2, 3, 4], 11),
+        ("LogSoftmax", {"axis": 1}, [2, 3, 4], 13),
+        ("LeakyRelu", {"alpha": 0.2}, [3, 4], 17),
+        ("Elu", {"alpha": 0.7}, [3, 4], 17),
+        ("Selu", {}, [3, 4], 17),
+        ("HardSigmoid", {}, [3, 4], 17),
+        ("HardSwish", {}, [3, 4], 17),
+        ("Softsign", {}, [3, 4], 17),
+        ("Softplus", {}, [3, 4], 17),
+        ("Erf", {}, [3, 4], 17),
+        ("Gelu", {"approximate": "tanh"}, [3, 4], 20),
+        ("ReduceMean", {"axes": [1], "keepdims": 0}, [2, 3, 4], 13),
+        ("ReduceSumSquare", {"axes": [0, 2]}, [2, 3, 4], 13),
+        ("ReduceLogSumExp", {"axes": [2], "keepdims": 0}, [2, 3, 4], 13),
+        ("Transpose", {"perm": [2, 0, 1]}, [2, 3, 4], 13),
+        ("Flatten", {"axis": 2}, [2, 3, 4], 13),
+        ("LRN", {"size": 3, "alpha": 1e-3}, [1, 5, 3, 3], 13),
+        (
+            "AveragePool",
+            {"kernel_shape": [2, 2], "pads": [0, 1, 1, 0], "count_include_pad": 1},
+            [1, 2, 5, 5],
+            13,
+        ),  # fmt: skip
+        (
+            "MaxPool",
+            {"kernel_shape": [3], "auto_pad": "SAME_UPPER", "strides": [2]},
+            [1, 2, 7],
+            13,
+        ),  # fmt: skip
+    ],
+)
+def test_single_op(op, attrs, shape, opset):
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    model = make_model([node], [("x", shape)], [("y", None)], opset=opset)
+    check_against_ort(model, {"x": rand(*shape)})
+
+
+def test_opset_differences_axes_as_input_or_attribute():
+    for opset, node_extra, inits in [
+        (11, {"axes": [1]}, {}),
+        (13, {}, {"axes": np.array([1], np.int64)}),
+    ]:
+        inputs = ["x", "axes"] if inits else ["x"]
+        nodes = [
+            helper.make_node("Unsqueeze", inputs, ["u"], **node_extra),
+            helper.make_node("Squeeze", ["u", "axes"] if inits else ["u"], ["y"], **node_extra),
+        ]
+        model = make_model(nodes, [("x", [3, 4])], [("y", [3, 4])], inits, opset)
+        check_against_ort(model, {"x": rand(3, 4)})
+
+
+def test_shape_ops_split_slice_pad_gather_expand_where():
+    inits = {
+        "starts": np.array([1, 0], np.int64), "ends": np.array([100, -1], np.int64),
+        "axes": np.array([0, 1], np.int64), "steps": np.array([2, 1], np.int64),
+        "pads": np.array([0, 1, 2, 0], np.int64), "idx": np.array([[2, -1]], np.int64),
+        "eshape": np.array([2, 1, 1], np.int64), "tile": np.array([1, 2], np.int64),
+        "lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("Split", ["x"], ["s0", "s1"], axis=1, num_outputs=2),
+        helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["sl"]),
+        helper.make_node("Pad", ["sl", "pads"], ["pd"]),
+        helper.make_node("Gather", ["x", "idx"], ["g"], axis=1),
+        helper.make_node("Expand", ["s1", "eshape"], ["ex"]),
+        helper.make_node("Greater", ["s0", "s1"], ["gt"]),
+        helper.make_node("Where", ["gt", "s0", "s1"], ["wh"]),
+        helper.make_node("Tile", ["wh", "tile"], ["ti"]),
+        helper.make_node("Clip", ["ti", "lo", "hi"], ["cl"]),
+        helper.make_node("Split", ["x"], ["u0", "u1"], axis=0, num_outputs=2),  # 3 + 2 rows
+    ]
+    outs = [("pd", None), ("g", None), ("ex", None), ("cl", None), ("u0", None), ("u1", None)]
+    model = make_model(nodes, [("x", [5, 6])], outs, inits, opset=18)
+    check_against_ort(model, {"x": rand(5, 6)})
+
+
+def test_constant_shape_computations_fold():
+    """Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write it."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"]),
+        helper.make_node(
+            "Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))
+        ),  # fmt: skip
+        helper.make_node("Gather", ["shp", "zero"], ["n"]),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    inits = {"ax": np.array([0], np.int64), "minus1": np.array([-1], np.int64)}
+    model = make_model(nodes, [("x", [2, 3, 4])], [("y", [2, 12])], inits, opset=13)
+    mod = check_against_ort(model, {"x": rand(2, 3, 4)})
+    (block,) = mod["main"].body.blocks
+    assert len(block.bindings) == 2  # the reshape and the output; the rest became constants
+
+
+def test_unsupported_ops_listed_in_one_error():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="r"),
+        helper.make_node("NonZero", ["a"], ["b"], name="nz1"),
+        helper.make_node("TopK", ["x", "k"], ["c", "d"], name="topk"),
+        helper.make_node("NonZero", ["x"], ["e"], name="nz2"),
+    ]
+    model = make_model(nodes, [("x", [3])], [("b", None)], {"k": np.array([1], np.int64)})
+    with pytest.raises(OnnxImportError) as info:
+        from_onnx(model)
+    message = str(info.value)
+    assert "2 unsupported ONNX op type(s)" in message
+    assert "NonZero (nodes: nz1, nz2)" in message and "TopK (nodes: topk)" in message
+
+
+def test_corrupt_and_truncated_files(tmp_path):
+    node = helper.make_node("Relu", ["x"], ["y"])
+    good = make_model([node], [("x", [3])], [("y", [3])]).SerializeToString()
+    cases = {"garbage.onnx": b"\x08\x07garbage\xff\xff\xff", "cut.onnx": good[: len(good) // 2]}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(OnnxImportError) as info:
+            from_onnx(str(path))
+        message = str(info.value)
+        assert "\n" not in message and name in message and "not a valid ONNX model" in message
+    with pytest.raises(OnnxImportError, match="no such file"):
+        from_onnx(str(tmp_path / "missing.onnx"))
+
+
+def test_non_constant_shape_input_is_a_clear_error():
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(OnnxImportError, match=r"node rs \(Reshape\): shape must be a constant"):
+        from_onnx(model)
