@@ -13,8 +13,9 @@ from schedlab.dlight.cpu._common import fit_lanes, vector_lanes
 from schedlab.ir.structural import structural_equal
 from schedlab.schedule import Schedule
 from schedlab.target import Target
-from tests.dlight.test_default_schedule import ODD_SIZES
-from tests.schedule.helpers import assert_trace_roundtrip
+
+from ..schedule.helpers import assert_trace_roundtrip
+from .test_default_schedule import ODD_SIZES
 
 
 def info_of(func, name):

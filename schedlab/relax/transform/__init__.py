@@ -18,5 +18,6 @@ from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
-    "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call", "ToNonDataflow",
+    "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call",
+    "ToNonDataflow",
 ]  # fmt: skip

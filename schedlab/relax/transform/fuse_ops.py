@@ -10,8 +10,9 @@ only, and
   and injective chains fuse), or a reduction (injective producers fuse into a comm_reduce);
 - the group is out_ewise_fusable (matmul, conv) and the binding is elemwise or broadcast
   (bias add, activation).
-Opaque PrimFuncs, tuple-valued calls and calls with non-variable arguments never fuse. Each group has one output (its last value),
-so moving it to the last member's place keeps the order of the block valid.
+Opaque PrimFuncs, tuple-valued calls and calls with non-variable arguments never fuse. Each
+group has one output (its last value), so moving it to the last member's place keeps the order
+of the block valid.
 """
 
 from __future__ import annotations

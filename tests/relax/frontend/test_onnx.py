@@ -312,3 +312,71 @@ def test_non_constant_shape_input_is_a_clear_error():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(OnnxImportError, match=r"node rs \(Reshape\): shape must be a constant"):
         from_onnx(model)
+
+
+def _with_inits(op, inputs, inits, attrs, shape, opset):
+    node = helper.make_node(op, ["x", *inputs], ["y"], **attrs)
+    return make_model([node], [("x", shape)], [("y", None)], inits, opset)
+
+
+@pytest.mark.parametrize(
+    "op, inputs, inits, attrs, shape, opset",
+    [
+        ("ConvTranspose", ["w", "b"], {"w": rand(2, 3, 3, 3), "b": rand(3)},
+         {"strides": [2, 2], "pads": [1, 0, 0, 1], "output_padding": [1, 0]}, [1, 2, 4, 5], 13),
+        ("ConvTranspose", ["w"], {"w": rand(4, 1, 3)}, {"group": 2, "strides": [2]},
+         [1, 4, 5], 13),
+        ("Conv", ["w"], {"w": rand(4, 1, 3, 3)}, {"group": 2, "auto_pad": "SAME_LOWER",
+         "strides": [2, 2]}, [1, 2, 7, 8], 13),
+        ("Conv", ["w"], {"w": rand(2, 3, 3, 3, 3)}, {}, [1, 3, 4, 5, 5], 11),
+        ("GroupNormalization", ["s", "b"], {"s": rand(6), "b": rand(6)},
+         {"num_groups": 3}, [2, 6, 3, 2], 21),
+        ("InstanceNormalization", ["s", "b"], {"s": rand(3), "b": rand(3)},
+         {"epsilon": 1e-3}, [2, 3, 4, 5], 13),
+        ("PRelu", ["s"], {"s": rand(3, 1, 1)}, {}, [2, 3, 4, 2], 13),
+        ("Pow", ["p"], {"p": np.array([2.0, 3.0, 0.5], np.float32)}, {}, [4, 3], 13),
+        ("Gather", ["i"], {"i": np.array([[0, -1], [2, 1]], np.int64)}, {"axis": 0}, [3, 4], 13),
+        ("GatherElements", ["i"], {"i": np.array([[0, 2], [1, 0]], np.int64)}, {"axis": 1},
+         [2, 3], 13),
+        ("Slice", [], {}, {"starts": [1, -3], "ends": [99, -1], "axes": [0, 1]}, [4, 5], 9),
+        ("Slice", ["st", "en", "ax", "sp"], {"st": np.array([-1], np.int64),
+         "en": np.array([-100], np.int64), "ax": np.array([1], np.int64),
+         "sp": np.array([-2], np.int64)}, {}, [3, 6], 13),
+        ("Pad", ["p"], {"p": np.array([1, 2, 2, 0], np.int64)}, {"mode": "reflect"}, [4, 4], 13),
+        ("Pad", ["p"], {"p": np.array([0, 3, 1, 1], np.int64)}, {"mode": "edge"}, [3, 2], 13),
+        ("Pad", [], {}, {"pads": [1, 0, 0, 2], "value": 1.5}, [2, 3], 2),
+        ("ReduceMax", ["a"], {"a": np.array([-1], np.int64)}, {"keepdims": 0}, [2, 3, 4], 18),
+        ("ReduceSum", ["a"], {"a": np.array([], np.int64)}, {"noop_with_empty_axes": 1},
+         [2, 3], 13),
+        ("ReduceProd", [], {}, {}, [2, 3], 13),
+        ("Clip", [], {}, {"min": -0.3, "max": 0.4}, [3, 4], 6),
+        ("Expand", ["s"], {"s": np.array([3, 1, 4], np.int64)}, {}, [2, 1], 13),
+        ("Tile", ["r"], {"r": np.array([2, 1, 3], np.int64)}, {}, [2, 3, 1], 13),
+        ("Mean", ["c"], {"c": rand(3)}, {}, [2, 3], 13),
+        ("Max", ["c", "d"], {"c": rand(3), "d": rand(2, 1)}, {}, [2, 3], 13),
+        ("Sum", ["c"], {"c": rand(1, 3)}, {}, [2, 3], 13),
+        ("Split", [], {}, {"axis": 1, "split": [1, 3]}, [2, 4], 11),
+    ],
+)  # fmt: skip
+def test_ops_with_parameters(op, inputs, inits, attrs, shape, opset):
+    model = _with_inits(op, inputs, inits, attrs, shape, opset)
+    if op == "Split":
+        model.graph.node[0].output.append("y2")
+        model.graph.output.append(helper.make_tensor_value_info("y2", TensorProto.FLOAT, None))
+    check_against_ort(model, {"x": rand(*shape)})
+
+
+def test_cast_argmax_and_integer_outputs():
+    nodes = [
+        helper.make_node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
+        helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32),
+        helper.make_node("Cast", ["xi"], ["y"], to=TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("am", TensorProto.INT64, None),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    check_against_ort(model, {"x": rand(3, 4, scale=3.0)})
