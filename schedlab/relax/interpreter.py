@@ -16,6 +16,7 @@ Errors raise `GraphRunError` naming the function and the binding.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -28,7 +29,8 @@ from . import expr as X
 from .infer import CALL_TIR
 from .struct_info import ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 
-_OP_CACHE: dict[tuple, tuple[PrimFunc, list]] = {}
+_OP_CACHE: OrderedDict[tuple, tuple[PrimFunc, list]] = OrderedDict()
+_OP_CACHE_SIZE = 1024  # legalized PrimFuncs kept (least recently used dropped)
 
 
 class GraphRunError(SchedlabError, RuntimeError):
@@ -39,20 +41,16 @@ def run(mod_or_func: IRModule | X.Function, *arrays, func_name: str = "main"):
     """Evaluate the graph function `func_name` of `mod_or_func` (or the given Function) on
     numpy `arrays`. Returns a numpy array, or a tuple for a tuple-valued function."""
     if isinstance(mod_or_func, X.Function):
-        mod, func = {}, mod_or_func
-    elif isinstance(mod_or_func, IRModule):
-        mod = mod_or_func
-        if func_name not in mod:
-            raise GraphRunError(f"run: the module has no function {func_name!r}; it has "
-                                f"{', '.join(sorted(mod))}")  # fmt: skip
-        func = mod[func_name]
-    else:
+        return _Frame({}, mod_or_func.name).call(mod_or_func, arrays)
+    if not isinstance(mod_or_func, IRModule):
         raise TypeError(f"run: expected an IRModule or a relax Function, got {mod_or_func!r}")
+    if func_name not in mod_or_func:
+        known = ", ".join(sorted(mod_or_func))
+        raise GraphRunError(f"run: the module has no function {func_name!r}; it has {known}")
+    func = mod_or_func[func_name]
     if not isinstance(func, X.Function):
         raise GraphRunError(f"run: {func_name!r} is a {type(func).__name__}, not a graph function")
-    return _Frame(mod, func_name if isinstance(mod_or_func, IRModule) else func.name).call(
-        func, arrays
-    )
+    return _Frame(mod_or_func, func_name).call(func, arrays)
 
 
 class _Frame:
@@ -283,6 +281,10 @@ def _legalized(name: str, arrays, attrs: dict):
     cached = _OP_CACHE.get(key)
     if cached is None:
         cached = _OP_CACHE[key] = _legalize(name, arrays, attrs)
+        if len(_OP_CACHE) > _OP_CACHE_SIZE:
+            _OP_CACHE.popitem(last=False)
+    else:
+        _OP_CACHE.move_to_end(key)
     return cached
 
 

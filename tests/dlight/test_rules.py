@@ -148,3 +148,19 @@ def test_default_schedule_trace_replays(name):
     func, _ = workloads.get(name, **ODD_SIZES[name])
     sch, _ = dlight.schedule_func(func, dlight.cpu.default_rules())
     assert_trace_roundtrip(sch, func)
+
+
+def column_sum(m: int, n: int):
+    a = te.placeholder((m, n), name="A")
+    r = te.reduce_axis((0, m), name="r")
+    return te.create_prim_func([a, te.compute((n,), lambda j: te.sum(a[r, j], axis=r), name="S")])
+
+
+def test_column_sum_vectorizes_across_columns_and_gemv_does_not():
+    sch, fired = dlight.schedule_func(column_sum(13, 37), dlight.cpu.default_rules())
+    assert fired == {"S": "Reduction"} and "T.vectorized" in sch.func.script()
+    args = workloads.make_args(sch.func, seed=5)
+    schedlab.build(sch.func)(*args)
+    np.testing.assert_allclose(args[1], args[0].sum(axis=0), rtol=1e-5, atol=1e-5)
+    gemv, _ = dlight.schedule_func(workloads.get("gemv", M=37, K=29)[0], dlight.cpu.default_rules())
+    assert "T.vectorized" not in gemv.func.script() and "T.parallel" in gemv.func.script()

@@ -18,10 +18,12 @@ MIN_VECTOR_EXTENT = 4
 class Reduction(ScheduleRule):
     """Spatial loops outside, reduction loops serial inside them.
 
-    With a second spatial axis and an output axis contiguous in memory (the last index of the
-    output, e.g. `ow` of a convolution): that axis is split to the SIMD width, its vector part
-    moved inside the reduction loops and vectorized, the init decomposed out of them; the other
-    spatial loops are fused and parallel. Otherwise (a row reduction such as softmax's row max,
+    When the output's last axis is also in the last index of an input (contiguous vector loads
+    and stores, e.g. `ow` of a convolution, or `j` of a column sum): that axis is split to the
+    SIMD width, its vector part moved inside the reduction loops and vectorized, the init
+    decomposed out of them, the accumulators kept in "local" scope (with register rows over an
+    axis the vector loads do not depend on, when there is one); the other spatial loops are
+    fused and parallel. Otherwise (a row reduction such as softmax's row max,
     layer_norm's mean, gemv): the spatial loops are fused and parallel, and each reduction runs
     serially in one thread, so its result is the same as unscheduled. A reduction to one value
     (no spatial axis) is split into parallel partial reductions with rfactor."""
@@ -44,7 +46,7 @@ class Reduction(ScheduleRule):
 
 def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
     var = innermost_write_var(info)
-    if var is None or len(info.spatial()) < 2:
+    if var is None or not _contiguous_in_some_input(info, var):
         return False
     loops = sch.get_loops(block)
     pos = info.position(var)
@@ -69,6 +71,8 @@ def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
         outer.append(vec_outer)
     else:
         vec = loops[pos]
+    if not outer:
+        return False
     sch.reorder(*outer, *reduce, *inner, vec)
     _accumulate_locally(sch, block, outer[-1], reduce[0], len(inner))
     _parallel(sch, outer)
@@ -89,6 +93,16 @@ def _accumulate_locally(sch, block, tile_loop, first_reduce, unrolled: int) -> N
         sch.vectorize(vec)
 
 
+def _contiguous_in_some_input(info: BlockInfo, var) -> bool:
+    """Whether `var` appears in the last index of an input: vector loads along it are
+    contiguous (a convolution's output column; not gemv's row, which strides by K)."""
+    out = info.block.writes[0].buffer
+    return any(
+        region.buffer is not out and region.region and var in _region_vars(region, last=True)
+        for region in info.block.reads
+    )
+
+
 def reuse_var(info: BlockInfo, vec_var):
     """A spatial iter var to tile as register rows: one that some input indexed by `vec_var`
     does not depend on, so each vector loaded from that input serves every row (a
@@ -104,9 +118,10 @@ def reuse_var(info: BlockInfo, vec_var):
     return max(candidates, key=info.position) if candidates else None
 
 
-def _region_vars(region) -> set:
+def _region_vars(region, last: bool = False) -> set:
+    """The vars in a region's bounds (of its last dimension only, with `last`)."""
     found = set()
-    for rng in region.region:
+    for rng in region.region[-1:] if last else region.region:
         found |= set(collect_vars(rng.min)) | set(collect_vars(rng.extent))
     return found
 

@@ -11,6 +11,7 @@ PrimFuncs are left for DeadCodeElimination.
 
 from __future__ import annotations
 
+from schedlab.errors import SchedlabError
 from schedlab.ir.buffer import Buffer, BufferRegion, decl_buffer
 from schedlab.ir.expr import BufferLoad, SizeVar
 from schedlab.ir.expr import Var as TirVar
@@ -25,7 +26,7 @@ from ..block_builder import call_tir
 from ..infer import CALL_TIR
 
 
-class FuseTIRError(TypeError):
+class FuseTIRError(SchedlabError, TypeError):
     """A Primitive function that FuseTIR cannot merge (not a chain of single-output call_tir
     of TensorIR PrimFuncs)."""
 

@@ -204,7 +204,16 @@ def test_transformer_encoder_block():
             {"kernel_shape": [3], "auto_pad": "SAME_UPPER", "strides": [2]},
             [1, 2, 7],
             13,
-        ),  # fmt: skip
+        ),
+        ("ThresholdedRelu", {"alpha": 0.3}, [3, 4], 13),
+        ("Celu", {"alpha": 0.8}, [3, 4], 13),
+        ("Mish", {}, [3, 4], 18),
+        ("LpNormalization", {"axis": 1, "p": 1}, [3, 4], 13),
+        ("LpNormalization", {"axis": 0}, [3, 4], 13),
+        ("MeanVarianceNormalization", {}, [2, 3, 2, 2], 13),
+        ("DepthToSpace", {"blocksize": 2}, [1, 8, 2, 3], 13),
+        ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}, [1, 8, 2, 3], 13),
+        ("SpaceToDepth", {"blocksize": 2}, [1, 2, 4, 6], 13),
     ],
 )
 def test_single_op(op, attrs, shape, opset):
@@ -380,3 +389,64 @@ def test_cast_argmax_and_integer_outputs():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     check_against_ort(model, {"x": rand(3, 4, scale=3.0)})
+
+
+def test_group_norm_opset18_per_group_scale():
+    """Opset 18 GroupNormalization takes one scale/bias per group (21: per channel)."""
+    scale, bias = rand(3), rand(3)
+    model = _with_inits("GroupNormalization", ["s", "b"], {"s": scale, "b": bias},
+                        {"num_groups": 3, "epsilon": 1e-4}, [2, 6, 5], 18)  # fmt: skip
+    x = rand(2, 6, 5)
+    groups = x.reshape(2, 3, 10)
+    norm = (groups - groups.mean(-1, keepdims=True)) / np.sqrt(groups.var(-1, keepdims=True) + 1e-4)
+    expected = norm.reshape(2, 6, 5) * np.repeat(scale, 2)[:, None] + np.repeat(bias, 2)[:, None]
+    np.testing.assert_allclose(run(from_onnx(model), x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_cnn_with_symbolic_batch():
+    nodes = conv_bn_relu("c", "x", 2, 3, inits := {})
+    nodes.append(helper.make_node("GlobalAveragePool", ["c_out"], ["out"]))
+    model = make_model(nodes, [("x", ["N", 2, 5, 5])], [("out", ["N", 3, 1, 1])], inits, 13)
+    mod = from_onnx(model)
+    for batch in (1, 3):
+        x = rand(batch, 2, 5, 5)
+        expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+        np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "attrs, scales, sizes, shape, opset",
+    [
+        ({"mode": "nearest"}, [1, 1, 2, 3], None, [1, 2, 3, 2], 13),
+        ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+          "nearest_mode": "floor"}, [1, 1, 0.6, 1.5], None, [1, 1, 5, 4], 13),
+        ({"mode": "linear"}, [1, 1, 2, 2.5], None, [1, 2, 3, 4], 13),
+        ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, None,
+         [1, 1, 7, 5], [1, 1, 3, 4], 13),
+        ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, None,
+         [2, 3, 1, 6], [2, 3, 4, 3], 13),
+        ({"mode": "nearest", "axes": [2]}, [3.0], None, [1, 2, 2, 2], 18),
+    ],
+)  # fmt: skip
+def test_resize(attrs, scales, sizes, shape, opset):
+    inits = {"roi": np.array([], np.float32)}
+    names = ["x", "roi"]
+    if scales is not None:
+        inits["scales"] = np.array(scales, np.float32)
+        names.append("scales")
+    else:
+        inits["sizes"] = np.array(sizes, np.int64)
+        names += ["", "sizes"]
+    node = helper.make_node("Resize", names, ["y"], **attrs)
+    model = make_model([node], [("x", shape)], [("y", None)], inits, opset)
+    check_against_ort(model, {"x": rand(*shape)})
+
+
+def test_upsample_opset7_and_9():
+    node7 = helper.make_node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])
+    check_against_ort(make_model([node7], [("x", [1, 2, 3, 2])], [("y", None)], opset=7),
+                      {"x": rand(1, 2, 3, 2)})  # fmt: skip
+    node9 = helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")
+    inits = {"s": np.array([1, 1, 2, 2], np.float32)}
+    model = make_model([node9], [("x", [1, 1, 3, 4])], [("y", None)], inits, opset=9)
+    check_against_ort(model, {"x": rand(1, 1, 3, 4)})

@@ -4,7 +4,6 @@ calls and MatchCasts stay; numerics preserved."""
 import pytest
 
 from schedlab.ir.expr import SizeVar
-
 from schedlab.relax import BlockBuilder, GlobalVar, R, TensorStructInfo, Var
 from schedlab.relax.transform import DeadCodeElimination, LegalizeOps
 
@@ -49,12 +48,13 @@ def _module_with_helper():
     with bb.function("main", [z]):
         out = bb.emit(R.negative(z))
         bb.emit(R.exp(z), "dead_pure")
-        bb.emit(GlobalVar_call("helper", z), "kept_call")
+        bb.emit(call_function("helper", z), "kept_call")
         bb.emit_func_output(out)
     return bb.get()
 
 
-def GlobalVar_call(name, arg):  # noqa: N802 - a call of a graph function
+def call_function(name, arg):
+    """A call of the graph function `name`."""
     from schedlab.relax import Call
 
     return Call(GlobalVar(name), (arg,))

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from schedlab.ir.expr import SizeVar
-from schedlab.ir.function import PrimFunc
+from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.transform import PassContext, PassRecorder
-from schedlab.relax import BlockBuilder, Call, R, TensorStructInfo, Var
+from schedlab.relax import BlockBuilder, Call, Function, R, TensorStructInfo, Var
 from schedlab.relax.op import OpTypeError
 from schedlab.relax.transform import LegalizeOps
 
@@ -83,7 +83,8 @@ def test_bad_attribute_is_reported():
     mod = bb.get()
     call = mod["main"].body.blocks[0].bindings[0].value
     bad = mod.with_function(
-        "main", mod["main"].replace(body=mod["main"].body.replace(body=call.replace(attrs={"k": 1})))
+        "main",
+        mod["main"].replace(body=mod["main"].body.replace(body=call.replace(attrs={"k": 1}))),
     )
     with pytest.raises(OpTypeError, match="unknown attribute"):
         LegalizeOps()(bad)
@@ -101,3 +102,10 @@ def test_size_var_stays_symbolic_in_primfunc():
     mod = LegalizeOps()(mlp_module())
     shape = mod["nn_relu"].buffer_map[mod["nn_relu"].params[0]].shape
     assert isinstance(shape[0], SizeVar)
+
+
+def test_unknown_operator_is_reported():
+    x = Var("x", TensorStructInfo((2,), "float32"))
+    func = Function((x,), Call("relax.no_such_op", (x,), sinfo_args=()), x.struct_info_)
+    with pytest.raises(KeyError, match="relax.no_such_op"):
+        LegalizeOps()(IRModule({"main": func}))

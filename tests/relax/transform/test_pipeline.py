@@ -8,6 +8,8 @@ from schedlab.relax.transform import (
     CanonicalizeBindings,
     DeadCodeElimination,
     FoldConstant,
+    FuseOps,
+    FuseTIR,
     LegalizeOps,
     ToNonDataflow,
 )  # fmt: skip
@@ -20,6 +22,8 @@ PASSES = [
     FoldConstant,
     DeadCodeElimination,
     CanonicalizeBindings,
+    FuseOps,
+    FuseTIR,
     ToNonDataflow,
 ]
 
@@ -36,6 +40,7 @@ def test_every_pass_recorded_and_numerics_kept():
     assert not any(isinstance(b, DataflowBlock) for b in main.body.blocks)
     values = [b.value for blk in main.body.blocks for b in blk.bindings]
     assert all(isinstance(v, Call) and v.op == "relax.call_tir" for v in values[:-1])
+    assert values[0].args[0].name_hint == "fused_matmul_add_nn_relu"
     for rows in (1, 4):
         assert_same_results(before, after, *mlp_inputs(rows, seed=rows))
 

@@ -7,7 +7,7 @@ Each ONNX op type has one converter (`CONVERTERS`: op_type -> converter(ctx, nod
 attrs, opset)) mapping it onto the registered graph operators.
 """
 
-from . import _math, _nn, _shape  # noqa: F401 - the converter families register themselves
+from . import _math, _nn, _resize, _shape  # noqa: F401 - converter families register here
 from .importer import OnnxImportError, from_onnx
 from .registry import CONVERTERS, supported_ops
 

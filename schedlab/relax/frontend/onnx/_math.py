@@ -269,3 +269,51 @@ def _arg_extreme(ctx, node, inputs, attrs, opset):
     op = "relax.argmax" if node.op_type == "ArgMax" else "relax.argmin"
     axis, keep = int(attrs.get("axis", 0)), bool(attrs.get("keepdims", 1))
     return ctx.emit(op, inputs[0], axis=axis, keepdims=keep)
+
+
+@converter("ThresholdedRelu")
+def _thresholded_relu(ctx, node, inputs, attrs, opset):
+    x = inputs[0]
+    above = ctx.emit("relax.greater", x, scalar(ctx, attrs.get("alpha", 1.0), x))
+    return ctx.emit("relax.where", above, x, scalar(ctx, 0, x))
+
+
+@converter("Celu")
+def _celu(ctx, node, inputs, attrs, opset):
+    x, alpha = inputs[0], float(attrs.get("alpha", 1.0))
+    # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    scaled = ctx.emit("relax.exp", ctx.emit("relax.divide", x, scalar(ctx, alpha, x)))
+    curve = ctx.emit("relax.subtract", scaled, scalar(ctx, 1, x))
+    curve = ctx.emit("relax.multiply", curve, scalar(ctx, alpha, x))
+    negative = ctx.emit("relax.minimum", curve, scalar(ctx, 0, x))
+    return ctx.emit("relax.add", ctx.emit("relax.nn.relu", x), negative)
+
+
+@converter("Mish")
+def _mish(ctx, node, inputs, attrs, opset):
+    x = inputs[0]
+    return ctx.emit("relax.multiply", x, ctx.emit("relax.tanh", ctx.emit("relax.nn.softplus", x)))
+
+
+@converter("LpNormalization")
+def _lp_normalization(ctx, node, inputs, attrs, opset):
+    x, p = inputs[0], int(attrs.get("p", 2))
+    axis = int(attrs.get("axis", -1))
+    if p not in (1, 2):
+        raise ctx.error(f"p must be 1 or 2, got {p}")
+    magnitude = ctx.emit("relax.abs", x) if p == 1 else ctx.emit("relax.multiply", x, x)
+    norm = ctx.emit("relax.sum", magnitude, axis=[axis], keepdims=True)
+    norm = ctx.emit("relax.sqrt", norm) if p == 2 else norm
+    return ctx.emit("relax.divide", x, norm)
+
+
+@converter("MeanVarianceNormalization")
+def _mean_variance_normalization(ctx, node, inputs, attrs, opset):
+    x = inputs[0]
+    axes = [int(a) for a in attrs.get("axes", [0, 2, 3])]
+    mean = ctx.emit("relax.mean", x, axis=axes, keepdims=True)
+    centered = ctx.emit("relax.subtract", x, mean)
+    var = ctx.emit("relax.mean", ctx.emit("relax.multiply", centered, centered), axis=axes,
+                   keepdims=True)  # fmt: skip
+    std = ctx.emit("relax.sqrt", ctx.emit("relax.add", var, scalar(ctx, 1e-9, x)))
+    return ctx.emit("relax.divide", centered, std)

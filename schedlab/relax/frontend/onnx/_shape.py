@@ -249,3 +249,21 @@ def _size(ctx, node, inputs, attrs, opset):
 def _range(ctx, node, inputs, attrs, opset):
     start, limit, delta = (ctx.value(v, "Range input").reshape(()) for v in inputs)
     return ctx.const(np.arange(start, limit, delta, dtype=start.dtype))
+
+
+@converter("DepthToSpace", "SpaceToDepth")
+def _depth_space(ctx, node, inputs, attrs, opset):
+    """Reshape -> Transpose -> Reshape, as the ONNX definitions spell them."""
+    x, b = inputs[0], int(attrs["blocksize"])
+    n, c, h, w = ctx.shape(x)
+    if node.op_type == "SpaceToDepth":
+        tmp = ctx.emit("relax.reshape", x, shape=(n, c, h // b, b, w // b, b))
+        tmp = ctx.emit("relax.permute_dims", tmp, axes=[0, 3, 5, 1, 2, 4])
+        return ctx.emit("relax.reshape", tmp, shape=(n, c * b * b, h // b, w // b))
+    if attrs.get("mode", "DCR") == "DCR":
+        tmp = ctx.emit("relax.reshape", x, shape=(n, b, b, c // (b * b), h, w))
+        tmp = ctx.emit("relax.permute_dims", tmp, axes=[0, 3, 4, 1, 5, 2])
+    else:
+        tmp = ctx.emit("relax.reshape", x, shape=(n, c // (b * b), b, b, h, w))
+        tmp = ctx.emit("relax.permute_dims", tmp, axes=[0, 1, 4, 2, 5, 3])
+    return ctx.emit("relax.reshape", tmp, shape=(n, c // (b * b), h * b, w * b))

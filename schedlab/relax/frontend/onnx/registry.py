@@ -28,6 +28,6 @@ def converter(*op_types: str):
 
 def supported_ops() -> list[str]:
     """The ONNX op types the importer converts."""
-    from . import _math, _nn, _shape  # noqa: F401
+    from . import _math, _nn, _resize, _shape  # noqa: F401
 
     return sorted(CONVERTERS)
