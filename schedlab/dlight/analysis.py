@@ -37,6 +37,16 @@ class BlockInfo:
     def is_injective(self) -> bool:
         return self.block.init is None and all(info.kind == IterType.SPATIAL for info in self.loops)
 
+    def work(self) -> int | None:
+        """Block instances executed (the product of the loop extents); None if symbolic."""
+        total = 1
+        for info in self.loops:
+            extent = getattr(info.loop.extent, "value", None)
+            if extent is None:
+                return None
+            total *= int(extent)
+        return total
+
     def spatial(self) -> list[LoopInfo]:
         return [info for info in self.loops if info.kind == IterType.SPATIAL]
 

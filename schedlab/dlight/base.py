@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from schedlab.ir.expr import Call, Select
 from schedlab.ir.function import IRModule, PrimFunc
+from schedlab.ir.functor import post_order_visit
+from schedlab.ir.stmt import BlockRealize
 from schedlab.ir.transform import Pass
 from schedlab.schedule import Schedule
 from schedlab.schedule.errors import ScheduleError
@@ -21,6 +24,7 @@ from schedlab.target import Target
 from .analysis import BlockInfo, block_info
 
 SCHEDULED_ATTR = "tir.is_scheduled"
+INLINE = "Inline"  # the name reported for a stage inlined into its consumer
 RULES_ATTR = "dlight.rules"
 
 
@@ -53,10 +57,12 @@ class ScheduleRule:
 
 
 def root_block_names(sch: Schedule) -> list[str]:
-    """The names of the root block's child blocks, in program order."""
-    state = sch.state
-    root = sch.func.body.block
-    return [block.name_hint for block in state.child_blocks(root)]
+    """The names of the root block's child blocks, in program order (none when the function
+    has no root block, e.g. a hand-written loop nest without blocks)."""
+    body = sch.func.body
+    if not isinstance(body, BlockRealize):
+        return []
+    return [block.name_hint for block in sch.state.child_blocks(body.block)]
 
 
 def try_rule(rule: ScheduleRule, sch: Schedule, name: str, target: Target) -> bool:
@@ -87,14 +93,15 @@ def attempt(sch: Schedule, plan: Callable[[], bool | None]) -> bool:
 def schedule_func(
     func: PrimFunc, rules, target="cpu", debug: bool = False
 ) -> tuple[Schedule, dict[str, str]]:
-    """Schedule each root block of `func` with the first rule in `rules` that takes it.
+    """Schedule each root block of `func` with the first rule in `rules` that takes it,
+    after inlining elementwise producers into their single consumer (reported as "Inline").
 
     Returns the schedule and {block name: rule name} for the blocks some rule scheduled.
     `debug=True` verifies the IR after every primitive (slower; for tests)."""
     target = Target(target)
     sch = Schedule(func, target=target, debug=debug)
-    fired: dict[str, str] = {}
-    names = root_block_names(sch)
+    fired: dict[str, str] = {name: INLINE for name in inline_injective_producers(sch)}
+    names = [name for name in root_block_names(sch) if name not in fired]
     for name in names:
         for rule in rules:
             if try_rule(rule, sch, name, target):
@@ -104,6 +111,45 @@ def schedule_func(
                     fired[other] = rule.name
                 break
     return sch, fired
+
+
+def inline_injective_producers(sch: Schedule) -> list[str]:
+    """compute_inline each elementwise stage that writes an intermediate buffer read by one
+    consumer block (a chain such as add -> relu in a fused function becomes one loop nest,
+    with no intermediate buffer). Stages with a conditional (padding) are kept: their
+    consumer's inner loop would test the condition at every step. Returns the inlined names."""
+    inlined = []
+    for name in root_block_names(sch):
+        blocks = sch.state.blocks_named(name)
+        info = block_info(sch.state, blocks[0]) if len(blocks) == 1 else None
+        if info is None or not info.is_injective or not _plain_intermediate(sch, info.block):
+            continue
+        block = sch.get_block(name)
+        if len(sch.get_consumers(block)) == 1 and attempt(sch, lambda b=block: _inline(sch, b)):
+            inlined.append(name)
+    return inlined
+
+
+def _inline(sch: Schedule, block) -> bool:
+    sch.compute_inline(block)
+    return True
+
+
+def _plain_intermediate(sch: Schedule, block) -> bool:
+    """One store into a buffer allocated by the root block, with no if_then_else / Select."""
+    allocated = sch.func.body.block.alloc_buffers
+    if len(block.writes) != 1 or not any(b is block.writes[0].buffer for b in allocated):
+        return False
+    conditional = []
+    post_order_visit(
+        block.body,
+        lambda n: (
+            conditional.append(n)
+            if isinstance(n, Select) or (isinstance(n, Call) and n.op == "if_then_else")
+            else None
+        ),
+    )
+    return not conditional
 
 
 def _vanished(sch: Schedule, names: list[str], fired: dict[str, str]) -> list[str]:
@@ -140,6 +186,8 @@ def ApplyDefaultSchedule(*rules: ScheduleRule, target=None) -> Pass:  # noqa: N8
 
 
 def _scheduled(func: PrimFunc, rules, target: Target) -> PrimFunc:
+    if not isinstance(func.body, BlockRealize):  # no blocks: nothing a rule can read
+        return func
     sch, fired = schedule_func(func, rules, target)
     result = sch.func
     text = ",".join(f"{name}={rule}" for name, rule in fired.items())

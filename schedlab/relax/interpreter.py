@@ -139,8 +139,9 @@ class _Frame:
         if call.op == CALL_TIR:
             return self._call_tir(call)
         args = [self.eval(a) for a in call.args]
+        attrs = {key: self._concrete(value) for key, value in call.attrs.items()}
         try:
-            return run_op(call.op, args, call.attrs)
+            return run_op(call.op, args, attrs)
         except GraphRunError:
             raise
         except Exception as err:  # operator errors: say which binding
@@ -177,6 +178,14 @@ class _Frame:
         if not isinstance(info, TensorStructInfo) or info.shape is None:
             raise self.error(f"call_tir: out_sinfo must be tensors of known shape, got {info}")
         return np.zeros(tuple(self.dim(d) for d in info.shape), info.dtype.numpy)
+
+    def _concrete(self, value):
+        """An attribute with its symbolic dimensions (e.g. a reshape target) bound to ints."""
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._concrete(v) for v in value)
+        if isinstance(value, E.PrimExpr) and value.dtype.is_integer:
+            return self.dim(value)
+        return value
 
     # -- shapes -------------------------------------------------------------------------------
     def dim(self, value: E.PrimExpr) -> int:

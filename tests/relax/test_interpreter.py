@@ -109,3 +109,13 @@ def test_run_a_function_directly_and_run_op():
     np.testing.assert_allclose(run(func, data), 1 / (1 + np.exp(-data)), rtol=1e-6)
     scalar = run_op("relax.take", [np.arange(5, dtype=np.int64), np.array(-1)], {"axis": 0})
     assert scalar.shape == () and scalar == 4
+
+
+def test_missing_prim_func_names_the_binding():
+    x = Var("x", TensorStructInfo((3,), "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        y = bb.emit(R.call_tir(GlobalVar("absent"), [x], TensorStructInfo((3,), "float32")), "y")
+        bb.emit_func_output(y)
+    with pytest.raises(GraphRunError, match=r"main, binding 'y': call_tir: .*no PrimFunc 'absent'"):
+        run(bb.get(), rand(3))

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from schedlab.target import Target
 
+# Below this many block instances a kernel is too small to split across threads: starting
+# and joining an OpenMP team costs more than it saves (and much more on a busy machine).
+MIN_PARALLEL_WORK = 1 << 15
+
 
 def vector_lanes(target: Target, dtype) -> int:
     """Elements of `dtype` in one SIMD register of `target` (at least 1)."""
@@ -50,3 +54,13 @@ def extent_of(sch, loop) -> int | None:
     """The constant extent of a loop handle, or None when symbolic."""
     value = getattr(sch.get(loop).extent, "value", None)
     return int(value) if value is not None else None
+
+
+def parallelize(sch, loops, info) -> bool:
+    """Fuse `loops` (adjacent, outermost first) and make the result parallel, when the block
+    (`info`, a BlockInfo taken before scheduling) does enough work; True if it did."""
+    work = info.work()
+    if not loops or (work is not None and work < MIN_PARALLEL_WORK):
+        return False
+    sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])
+    return True

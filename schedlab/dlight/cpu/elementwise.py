@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ..analysis import BlockInfo
 from ..base import ScheduleRule
-from ._common import extent_of, output_dtype, vector_lanes, vectorize_innermost
+from ._common import extent_of, output_dtype, parallelize, vector_lanes, vectorize_innermost
 
 
 class Elementwise(ScheduleRule):
     """Split the innermost loop to the SIMD width and vectorize it; fuse the loops outside it
-    (and the vector loop's outer part) into one parallel loop.
+    (and the vector loop's outer part) into one parallel loop (when the block does enough work
+    to pay for threads, see `MIN_PARALLEL_WORK`).
 
     Matches a block with no init whose iter vars are all spatial and bound one to one by
     serial loops of constant extent."""
@@ -26,6 +27,5 @@ class Elementwise(ScheduleRule):
         lanes = vector_lanes(target, output_dtype(info.block))
         outer = vectorize_innermost(sch, loops[-1], extents[-1], lanes)
         parallel = [*loops[:-1], *([outer] if outer is not None else [])]
-        if parallel:
-            sch.parallel(sch.fuse(*parallel) if len(parallel) > 1 else parallel[0])
+        parallelize(sch, parallel, info)
         return True

@@ -6,17 +6,17 @@ from schedlab.ir.stmt import IterType
 
 from ..analysis import BlockInfo
 from ..base import ScheduleRule
+from ._common import parallelize
 
 
 class Fallback(ScheduleRule):
     """Parallelize the outermost loop when it binds a spatial iter var (running its
     iterations concurrently cannot race: each writes its own outputs). Declines blocks
-    without such a loop, which stay as they are."""
+    without such a loop, or too small to pay for threads: they stay as they are."""
 
     name = "Fallback"
 
     def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
         if not info.loops or info.loops[0].kind != IterType.SPATIAL:
             return False
-        sch.parallel(sch.get_loops(block)[0])
-        return True
+        return parallelize(sch, sch.get_loops(block)[:1], info)

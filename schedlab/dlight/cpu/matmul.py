@@ -9,7 +9,7 @@ from schedlab.target import Target
 
 from ..analysis import BlockInfo, GemmAxes, gemm_axes
 from ..base import ScheduleRule, attempt
-from ._common import extent_of, output_dtype, vector_lanes, vector_registers
+from ._common import extent_of, output_dtype, parallelize, vector_lanes, vector_registers
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: GemmAxes, tile: GemmTile) -> 
     attempt(sch, lambda: _inline_epilogue(sch, write_back))  # before the predicates appear
     sch.reverse_compute_at(write_back, i0)
     init = sch.decompose_reduction(block, k)
-    sch.parallel(sch.fuse(*batch, j0) if batch else j0)
+    parallelize(sch, [*batch, j0], info)
     _register_tile(sch, [i1, j1, j2])
     _register_tile(sch, sch.get_loops(init)[-3:])
     *_, rows, cols = sch.get_loops(write_back)
@@ -110,5 +110,5 @@ def _simple_plan(sch, block, info: BlockInfo, axes: GemmAxes) -> bool:
     i, j, k = (loops[info.position(v)] for v in (axes.m, axes.n, axes.k))
     sch.reorder(*batch, i, k, j)
     sch.decompose_reduction(block, k)
-    sch.parallel(sch.fuse(*batch, i) if batch else i)
+    parallelize(sch, [*batch, i], info)
     return True

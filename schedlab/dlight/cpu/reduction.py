@@ -8,7 +8,15 @@ from schedlab.ir.stmt import IterType
 
 from ..analysis import BlockInfo, innermost_write_var
 from ..base import ScheduleRule, attempt
-from ._common import extent_of, fit_lanes, output_dtype, vector_lanes, vector_registers
+from ._common import (
+    MIN_PARALLEL_WORK,
+    extent_of,
+    fit_lanes,
+    output_dtype,
+    parallelize,
+    vector_lanes,
+    vector_registers,
+)
 
 # Vectorize an inner spatial axis only when it is at least this long (shorter vectors cost
 # more in predicates than they save).
@@ -37,7 +45,7 @@ class Reduction(ScheduleRule):
         if any(extent_of(sch, loop) is None for loop in loops):
             return False
         if not info.spatial():
-            return _all_reduce_plan(sch, block, target)
+            return _all_reduce_plan(sch, block, info, target)
         for tiled in (True, False):
             if attempt(sch, lambda t=tiled: _vector_plan(sch, block, info, target, t)):
                 return True
@@ -75,7 +83,7 @@ def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
         return False
     sch.reorder(*outer, *reduce, *inner, vec)
     _accumulate_locally(sch, block, outer[-1], reduce[0], len(inner))
-    _parallel(sch, outer)
+    parallelize(sch, outer, info)
     return True
 
 
@@ -134,11 +142,13 @@ def fit_rows(extent: int, limit: int) -> int:
     return best if best * 2 >= min(limit, extent) else min(limit, extent)
 
 
-def _all_reduce_plan(sch, block, target) -> bool:
+def _all_reduce_plan(sch, block, info: BlockInfo, target) -> bool:
     """A reduction to a single value (e.g. a 0-d norm): the outermost reduction loop (or, if
     short, all of them fused) split into `4 x cores` chunks, each chunk reduced into its own
     slot by rfactor in parallel, then the slots reduced serially. Changes the order of the
     additions, not the result beyond rounding."""
+    if info.work() < MIN_PARALLEL_WORK:
+        return False
     first = sch.get_loops(block)[0]
     parts = 4 * int(target.attrs.get("num_cores", 1) or 1)
     if extent_of(sch, first) < 2 * parts:  # too short to split: fuse all to get a long one
@@ -157,7 +167,15 @@ def _row_plan(sch, block, info: BlockInfo) -> bool:
     if reduce and any(info.position(i.var) < info.position(info.spatial()[-1].var)
                       for i in info.reduce()):  # fmt: skip
         sch.reorder(*spatial, *reduce)
-    _parallel(sch, spatial)
+    # the running value in a "local" scalar (a register), stored once per output
+    attempt(sch, lambda: _scalar_accumulator(sch, block, spatial[-1]))
+    parallelize(sch, spatial, info)
+    return True
+
+
+def _scalar_accumulator(sch, block, loop) -> bool:
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, loop)
     return True
 
 
@@ -166,9 +184,3 @@ def _split_kinds(loops, info: BlockInfo) -> tuple[list, list]:
     spatial = [h for h, i in zip(loops, info.loops) if i.kind == IterType.SPATIAL]
     reduce = [h for h, i in zip(loops, info.loops) if i.kind == IterType.REDUCE]
     return spatial, reduce
-
-
-def _parallel(sch, loops) -> None:
-    """Fuse the (adjacent, outermost) loops and parallelize the result."""
-    if loops:
-        sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])

@@ -8,16 +8,18 @@ PassRecorder).
 """
 
 from .annotate_tir_op_pattern import AnnotateTIROpPattern, analyze_op_pattern
+from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeOps, legalize_call
+from .static_plan_block_memory import StaticPlanBlockMemory
 from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
     "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call",
-    "ToNonDataflow",
+    "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory",
 ]  # fmt: skip

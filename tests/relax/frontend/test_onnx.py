@@ -205,6 +205,17 @@ def test_transformer_encoder_block():
             [1, 2, 7],
             13,
         ),
+        ("Abs", {}, [3, 4], 13),
+        ("Neg", {}, [3, 4], 13),
+        ("Sign", {}, [3, 4], 13),
+        ("Exp", {}, [3, 4], 13),
+        ("Reciprocal", {}, [3, 4], 13),
+        ("Shrink", {"lambd": 0.4, "bias": 0.1}, [3, 4], 13),
+        ("GlobalMaxPool", {}, [2, 3, 4, 2], 13),
+        ("Identity", {}, [3, 4], 13),
+        ("Dropout", {}, [3, 4], 13),
+        ("ReduceL2", {"axes": [1]}, [2, 3, 4], 13),
+        ("ReduceL1", {"axes": [0], "keepdims": 0}, [2, 3, 4], 13),
         ("ThresholdedRelu", {"alpha": 0.3}, [3, 4], 13),
         ("Celu", {"alpha": 0.8}, [3, 4], 13),
         ("Mish", {}, [3, 4], 18),
@@ -378,12 +389,14 @@ def test_ops_with_parameters(op, inputs, inits, attrs, shape, opset):
 def test_cast_argmax_and_integer_outputs():
     nodes = [
         helper.make_node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
+        helper.make_node("ArgMin", ["x"], ["an"], axis=-1),
         helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32),
         helper.make_node("Cast", ["xi"], ["y"], to=TensorProto.FLOAT),
     ]
     graph = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
         [helper.make_tensor_value_info("am", TensorProto.INT64, None),
+         helper.make_tensor_value_info("an", TensorProto.INT64, None),
          helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -450,3 +463,84 @@ def test_upsample_opset7_and_9():
     inits = {"s": np.array([1, 1, 2, 2], np.float32)}
     model = make_model([node9], [("x", [1, 1, 3, 4])], [("y", None)], inits, opset=9)
     check_against_ort(model, {"x": rand(1, 1, 3, 4)})
+
+
+def test_symbolic_batch_through_flatten_and_reshape():
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"]),
+        helper.make_node("Gemm", ["f", "w"], ["g"], transB=1),
+        helper.make_node("Reshape", ["g", "s"], ["r"]),  # 0 copies the symbolic batch
+        helper.make_node("Softmax", ["r"], ["y"], axis=1),
+    ]
+    inits = {"w": rand(4, 6), "s": np.array([0, 2, 2], np.int64)}
+    model = make_model(nodes, [("x", ["N", 2, 3])], [("y", None)], inits, opset=11)
+    mod = from_onnx(model)
+    assert str(mod["main"].ret_struct_info) == "Tensor((N, 2, 2), float32)"
+    for batch in (1, 4):
+        x = rand(batch, 2, 3)
+        expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+        np.testing.assert_allclose(run(mod, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_logical_ops_and_integer_mod():
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["p"]),
+        helper.make_node("Less", ["x", "half"], ["q"]),
+        helper.make_node("And", ["p", "q"], ["a"]),
+        helper.make_node("Or", ["p", "q"], ["o"]),
+        helper.make_node("Xor", ["p", "q"], ["xo"]),
+        helper.make_node("Not", ["a"], ["n"]),
+        helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT64),
+        helper.make_node("Mod", ["xi", "three"], ["m"]),
+    ]
+    bool_out = [
+        helper.make_tensor_value_info(n, TensorProto.BOOL, None) for n in "a o xo n".split()
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+        [*bool_out, helper.make_tensor_value_info("m", TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array([3, -3, 3, -3, 3], np.int64), "three")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    check_against_ort(model, {"x": rand(2, 5, scale=5.0)})
+
+
+def test_constant_producers_range_size_constant_of_shape():
+    nodes = [
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Constant", [], ["one"], value_int=1),
+        helper.make_node("Constant", [], ["zero"], value_int=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+        helper.make_node("Shape", ["x"], ["shp"], start=-1),
+        helper.make_node("ConstantOfShape", ["shp"], ["c"],
+                         value=numpy_helper.from_array(np.array([2.5], np.float32))),
+        helper.make_node("Reshape", ["rf", "newshape"], ["rr"]),
+        helper.make_node("Sub", ["x", "rr"], ["d"]),
+        helper.make_node("Div", ["d", "c"], ["y"]),
+    ]  # fmt: skip
+    inits = {"newshape": np.array([3, 4], np.int64)}
+    model = make_model(nodes, [("x", [3, 4])], [("y", [3, 4])], inits, opset=15)
+    check_against_ort(model, {"x": rand(3, 4)})
+
+
+def test_opset6_legacy_broadcast_against_numpy():
+    """Before opset 7, Add(broadcast=1, axis=k) aligns B with A starting at axis k."""
+    node = helper.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=1)
+    b = rand(3)
+    model = make_model([node], [("x", [2, 3, 4])], [("y", [2, 3, 4])], {"b": b}, opset=6)
+    x = rand(2, 3, 4)
+    np.testing.assert_allclose(run(from_onnx(model), x), x + b[:, None], rtol=1e-6)
+
+
+def test_input_of_unknown_rank_needs_shape_dict():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", None)], [("y", None)])
+    with pytest.raises(OnnxImportError, match="'x' has unknown rank; give its shape"):
+        from_onnx(model)
+    with pytest.raises(OnnxImportError, match="shape_dict names no graph input"):
+        from_onnx(model, {"nope": (2,)})
+    x = rand(2, 3)
+    np.testing.assert_allclose(run(from_onnx(model, {"x": (2, 3)}), x), np.maximum(x, 0))

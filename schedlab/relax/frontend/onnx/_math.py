@@ -317,3 +317,26 @@ def _mean_variance_normalization(ctx, node, inputs, attrs, opset):
                    keepdims=True)  # fmt: skip
     std = ctx.emit("relax.sqrt", ctx.emit("relax.add", var, scalar(ctx, 1e-9, x)))
     return ctx.emit("relax.divide", centered, std)
+
+
+@converter("Not", "And", "Or", "Xor")
+def _logical(ctx, node, inputs, attrs, opset):
+    """Boolean logic from comparisons and selects (there are no logical graph operators)."""
+    false, true = ctx.const(np.array(False)), ctx.const(np.array(True))
+    if node.op_type == "Not":
+        return ctx.emit("relax.equal", inputs[0], false)
+    a, b = inputs
+    if node.op_type == "Xor":
+        return ctx.emit("relax.not_equal", a, b)
+    if node.op_type == "And":
+        return ctx.emit("relax.where", a, b, false)
+    return ctx.emit("relax.where", a, true, b)
+
+
+@converter("Mod")
+def _mod(ctx, node, inputs, attrs, opset):
+    a, b = inputs
+    if attrs.get("fmod") or np.dtype(ctx.dtype(a)).kind not in "iu":
+        raise ctx.error("only integer Mod with fmod=0 is supported")
+    quotient = ctx.emit("relax.floor_divide", a, b)
+    return ctx.emit("relax.subtract", a, ctx.emit("relax.multiply", quotient, b))

@@ -120,10 +120,10 @@ class _Importer:
 
         for init in self.graph.initializer:
             self.values[init.name] = X.Constant(numpy_helper.to_array(init))
-        params = [self._param(inp) for inp in self.graph.input if inp.name not in self.values]
         unknown = sorted(set(self.shape_dict) - {inp.name for inp in self.graph.input})
         if unknown:
             raise OnnxImportError(f"from_onnx: shape_dict names no graph input: {unknown}")
+        params = [self._param(inp) for inp in self.graph.input if inp.name not in self.values]
         with self.bb.function("main", params):
             with self.bb.dataflow():
                 for k, node in enumerate(self.graph.node):
@@ -140,6 +140,10 @@ class _Importer:
         ttype = inp.type.tensor_type
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(ttype.elem_type))
         given = self.shape_dict.get(inp.name)
+        if given is None and not ttype.HasField("shape"):
+            raise OnnxImportError(
+                f"from_onnx: input {inp.name!r} has unknown rank; give its shape in shape_dict"
+            )
         dims = list(ttype.shape.dim)
         if given is not None and dims and len(given) != len(dims):
             raise OnnxImportError(
