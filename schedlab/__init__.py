@@ -35,6 +35,8 @@ _LAZY = {
     "Schedule": ("schedlab.schedule", "Schedule"),
     "ScheduleError": ("schedlab.schedule", "ScheduleError"),
     "Trace": ("schedlab.schedule", "Trace"),
+    "relax": ("schedlab.relax", None),
+    "compile": ("schedlab.relax.vm", "compile"),
 }
 
 

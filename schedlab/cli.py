@@ -1,5 +1,5 @@
 """The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`,
-`bench-schedule` (how responsive scheduling is)."""
+`bench-schedule` (how responsive scheduling is), `run model.onnx` (import, compile, run, time)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     responsive.add_argument("--size", default=None, help="M=N=K, or KEY=VALUE[,KEY=VALUE]")
     responsive.add_argument("--repeat", type=int, default=30, help="runs per figure (median)")
+    _add_run_parser(commands)
     return parser
+
+
+def _add_run_parser(commands) -> None:
+    run = commands.add_parser(
+        "run", help="import an ONNX model, compile it, run it and time it next to onnxruntime"
+    )
+    run.add_argument("model", help="path to a .onnx file")
+    run.add_argument("--target", default="cpu", help="target kind (default cpu)")
+    run.add_argument("--profile", action="store_true", help="also print the per-kernel times")
+    run.add_argument(
+        "--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+        help="the shape of an input with dynamic dimensions (repeatable)",
+    )  # fmt: skip
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--repeat", type=int, default=5, help="interleaved measurements")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.bench import run_schedule_bench
 
             run_schedule_bench(args.size, repeat=args.repeat)
+        elif args.command == "run":
+            from schedlab.run import run_command
+
+            run_command(args.model, args.target, args.profile, args.shape, seed=args.seed,
+                        repeat=args.repeat)  # fmt: skip
     except (schedlab.SchedlabError, ValueError) as err:
         print(f"schedlab {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -46,3 +46,8 @@ __all__ = [
     "FuncStructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "StructInfo",
     "TensorStructInfo", "TupleStructInfo", "ExprMutator",
 ]  # fmt: skip
+
+from .pipeline import get_default_pipeline, get_pipeline  # noqa: E402
+from .vm import Executable, VirtualMachine  # noqa: E402
+
+__all__ += ["get_pipeline", "get_default_pipeline", "Executable", "VirtualMachine"]

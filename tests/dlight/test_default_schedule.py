@@ -194,3 +194,17 @@ def test_function_without_blocks_is_left_alone():
     mod = IRModule.from_expr(func, "main")
     assert dlight.ApplyDefaultSchedule(*dlight.cpu.default_rules())(mod)["main"] is func
     assert dlight.cpu.Fallback().apply(func, "cpu") is None
+
+
+@pytest.mark.parametrize(
+    "name, dtype, tol",
+    [("softmax", "float16", 2e-2), ("layer_norm", "float64", 1e-9), ("rms_norm", "float16", 2e-2)],
+)
+def test_other_dtypes(name, dtype, tol):
+    """Vector lengths follow the dtype (32 float16 or 8 float64 lanes in 512 bits)."""
+    func, reference = workloads.get(name, dtype=dtype, M=7, N=37)
+    scheduled = default_schedule(func)
+    args = workloads.make_args(scheduled, seed=3)
+    schedlab.build(scheduled)(*args)
+    want = np.asarray(reference(*args[:-1])).astype("float64")
+    np.testing.assert_allclose(args[-1].astype("float64"), want, rtol=tol, atol=tol)

@@ -199,3 +199,18 @@ def test_padding_stage_is_not_inlined():
     func, _ = workloads.get("conv2d_nchw", **ODD_SIZES["conv2d_nchw"])
     _, fired = dlight.schedule_func(func, dlight.cpu.default_rules())
     assert fired["pad_temp"] == "Elementwise"
+
+
+def test_matmul_simple_plan_when_no_tile_applies(monkeypatch):
+    """With every register tile refused, Matmul still orders the loops and parallelizes."""
+    from schedlab.dlight.cpu import matmul
+
+    monkeypatch.setattr(matmul, "candidate_tiles", lambda *args: [])
+    func, reference = workloads.get("batch_matmul", batch=3, M=41, N=37, K=23)
+    sch, fired = dlight.schedule_func(func, [dlight.cpu.Matmul()])
+    assert fired == {"C": "Matmul"}
+    text = sch.func.script()
+    assert "local" not in text and "T.parallel" in text and "C_init" in text
+    args = workloads.make_args(sch.func, seed=7)
+    schedlab.build(sch.func)(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)

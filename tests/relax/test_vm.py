@@ -1,0 +1,157 @@
+"""schedlab.compile + VirtualMachine: compiled graphs compute what the graph interpreter does
+(odd sizes), the profile table, and argument errors. Graph builders here are shared with
+test_pipeline.py and transform/test_memory_plan.py."""
+
+import numpy as np
+import pytest
+
+import schedlab
+from schedlab.relax import BlockBuilder, R, TensorStructInfo, Var, VirtualMachine
+from schedlab.relax.interpreter import run
+
+
+def _params(**shapes):
+    return [Var(name, TensorStructInfo(shape, "float32")) for name, shape in shapes.items()]
+
+
+def mlp_module(rows=3, dims=(5, 7, 6, 9, 4)):
+    """A chain of dense layers, relu between them, softmax at the end."""
+    x, *ws = _params(x=(rows, dims[0]), **{f"w{k}": dims[k : k + 2] for k in range(len(dims) - 1)})
+    b = Var("b", TensorStructInfo((dims[1],), "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x, b, *ws]):
+        with bb.dataflow():
+            h = bb.emit(R.add(R.matmul(x, ws[0]), b))
+            for w in ws[1:]:
+                h = bb.emit(R.matmul(bb.emit(R.nn.relu(h)), w))
+            gv = bb.emit_output(R.nn.softmax(h, axis=1))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def conv_bn_relu_module():
+    """conv2d (padding 1) -> batch_norm (inference) -> relu, NCHW, odd sizes."""
+    x, w, g, be, m, v = _params(x=(1, 3, 7, 5), w=(5, 3, 3, 3), g=(5,), be=(5,), m=(5,), v=(5,))
+    bb = BlockBuilder()
+    with bb.function("main", [x, w, g, be, m, v]):
+        with bb.dataflow():
+            c = bb.emit(R.nn.conv2d(x, w, padding=1))
+            n = bb.emit(R.nn.batch_norm(c, g, be, m, v, axis=1))
+            gv = bb.emit_output(R.nn.relu(n))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def norm_module():
+    """layer_norm over the last axis, then softmax; returns a tuple (both values)."""
+    x, g, b = _params(x=(5, 11), g=(11,), b=(11,))
+    bb = BlockBuilder()
+    with bb.function("main", [x, g, b]):
+        with bb.dataflow():
+            ln = bb.emit(R.nn.layer_norm(x, g, b, axes=[-1]))
+            sm = bb.emit(R.nn.softmax(R.multiply(ln, ln), axis=-1))
+            gv = bb.emit_output(R.tuple(sm, ln))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def inputs_for(mod, seed=0):
+    """Random float32 arrays for `main`'s parameters (variances made positive)."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for param in mod["main"].params:
+        shape = param.struct_info_.static_shape()
+        array = rng.standard_normal(shape).astype("float32")
+        arrays.append(np.abs(array) + 0.5 if param.name_hint == "v" else array)
+    return arrays
+
+
+def assert_vm_matches(mod, arrays):
+    vm = VirtualMachine(schedlab.compile(mod, target="cpu"))
+    got, want = vm["main"](*arrays), run(mod, *arrays)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, np.ndarray)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    return vm
+
+
+@pytest.mark.parametrize("build", [mlp_module, conv_bn_relu_module, norm_module])
+def test_compiled_matches_interpreter(build):
+    mod = build()
+    assert_vm_matches(mod, inputs_for(mod))
+
+
+def test_results_are_fresh_and_repeatable():
+    mod = mlp_module()
+    arrays = inputs_for(mod)
+    vm = assert_vm_matches(mod, arrays)
+    first = vm["main"](*arrays)
+    second = vm["main"](*arrays)
+    assert first is not second and not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, second)
+
+
+def test_executable_keeps_instructions_and_kernels():
+    ex = schedlab.compile(mlp_module(), target="cpu")
+    assert set(ex.kernels) == {k for k, f in ex.mod.items() if isinstance(f, schedlab.PrimFunc)}
+    text = ex.as_text()
+    assert "call_kernel" in text and "alloc_storage" in text and "ret" in text
+    assert "main" in repr(ex)
+
+
+def test_profile_table():
+    mod = mlp_module()
+    vm = VirtualMachine(schedlab.compile(mod, target="cpu"))
+    report = vm.profile(*inputs_for(mod))
+    names = {row.name for row in report.rows}
+    assert names == set(vm.executable.kernels)
+    assert all(row.calls == 1 and row.total_ms >= 0 for row in report.rows)
+    assert all(row.mean_ms == row.total_ms / row.calls for row in report.rows)
+    text = str(report)
+    assert "kernel" in text and "calls" in text and "mean ms" in text
+    assert all(name in text for name in names)
+
+
+def test_wrong_inputs_name_the_parameter():
+    mod = conv_bn_relu_module()
+    vm = VirtualMachine(schedlab.compile(mod, target="cpu"))
+    arrays = inputs_for(mod)
+    with pytest.raises(ValueError, match=r"expected 6 argument\(s\) \(x, w, g, be, m, v\), got 5"):
+        vm["main"](*arrays[:5])
+    bad = [*arrays[:1], np.zeros((5, 3, 3, 2), "float32"), *arrays[2:]]
+    with pytest.raises(ValueError, match=r"parameter 'w': expected shape \(5, 3, 3, 3\)"):
+        vm["main"](*bad)
+    with pytest.raises(ValueError, match=r"parameter 'x': expected dtype float32, got float64"):
+        vm["main"](arrays[0].astype("float64"), *arrays[1:])
+    with pytest.raises(KeyError, match="no function 'nope'"):
+        vm["nope"]
+
+
+def test_symbolic_batch_without_fused_intermediates():
+    from schedlab.ir.expr import SizeVar
+
+    n = SizeVar("n")
+    x = Var("x", TensorStructInfo((n, 5), "float32"))
+    w = Var("w", TensorStructInfo((5, 3), "float32"))
+    bb = BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            gv = bb.emit_output(R.matmul(x, w))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    vm = VirtualMachine(schedlab.compile(mod, target="cpu"))
+    rng = np.random.default_rng(1)
+    for rows in (1, 7):
+        arrays = [rng.standard_normal((rows, 5)).astype("float32")]
+        arrays.append(rng.standard_normal((5, 3)).astype("float32"))
+        np.testing.assert_allclose(vm["main"](*arrays), run(mod, *arrays), rtol=1e-5, atol=1e-6)
+
+
+def test_compile_rejects_what_it_cannot_run():
+    with pytest.raises(TypeError, match="expected an IRModule"):
+        schedlab.compile("main")
+    mod = mlp_module()
+    with pytest.raises(schedlab.CompileError, match=r"cannot call 'relax.add'"):
+        schedlab.compile(mod, pipeline=schedlab.ir.transform.Sequential([]))
