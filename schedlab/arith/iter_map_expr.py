@@ -196,7 +196,10 @@ def _check_mark(mark: IterMark, splits, check_level: str, analyzer) -> str | Non
                 f"the splits of {name} cover {describe(expected)} of its "
                 f"{describe(mark.extent)} iterations: the map is not bijective"
             )
-    elif not analyzer.can_prove_equal(E.FloorMod(mark.extent, expected), 0):
+    elif not (
+        analyzer.can_prove_equal(expected, mark.extent)  # x % x == 0 needs x != 0: check first
+        or analyzer.can_prove_equal(E.FloorMod(mark.extent, expected), 0)
+    ):
         return (
             f"the splits of {name} span {describe(expected)}, which does not divide its "
             f"extent {describe(mark.extent)}"

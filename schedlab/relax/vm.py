@@ -237,7 +237,9 @@ class ProfileReport:
         width = max([len("kernel"), *(len(r.name) for r in self.rows)])
         lines = [f"{'kernel':<{width}}  {'calls':>5}  {'total ms':>10}  {'mean ms':>10}"]
         for r in self.rows:
-            lines.append(f"{r.name:<{width}}  {r.calls:>5}  {r.total_ms:>10.4f}  {r.mean_ms:>10.4f}")
+            lines.append(
+                f"{r.name:<{width}}  {r.calls:>5}  {r.total_ms:>10.4f}  {r.mean_ms:>10.4f}"
+            )
         lines.append(f"{'(whole call)':<{width}}  {'':>5}  {self.total_ms:>10.4f}")
         return "\n".join(lines)
 
@@ -247,7 +249,7 @@ class ProfileReport:
 class VirtualMachine:
     """Runs an Executable: `vm["main"](*arrays)`, `vm.profile(*arrays)`."""
 
-    def __init__(self, executable: Executable, device: str = "cpu"):
+    def __init__(self, executable: Executable):
         if not isinstance(executable, Executable):
             raise TypeError(f"VirtualMachine: expected an Executable, got {executable!r}")
         self.executable = executable

@@ -190,3 +190,13 @@ def test_predicate_with_a_lower_bound():
     result = detect_iter_map([fused], {i: Range(0, 4), j: Range(0, 4)},
                              predicate=(fused >= 2) & (fused < 13))  # fmt: skip
     assert result.indices is not None and not result.errors
+
+
+def test_plain_loop_with_a_symbolic_extent_is_surjective():
+    """Regression: `i in range(m)` with m a plain (possibly zero) Var was refused."""
+    from schedlab.arith import detect_iter_map
+    from schedlab.ir import Range, Var
+
+    i, m = Var("i"), Var("m")
+    result = detect_iter_map([i], {i: Range(0, m)}, check_level="surjective")
+    assert result.indices is not None and not result.errors

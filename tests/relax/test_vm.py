@@ -155,3 +155,24 @@ def test_compile_rejects_what_it_cannot_run():
     mod = mlp_module()
     with pytest.raises(schedlab.CompileError, match=r"cannot call 'relax.add'"):
         schedlab.compile(mod, pipeline=schedlab.ir.transform.Sequential([]))
+
+
+def test_graph_function_calls_and_match_cast():
+    from schedlab.relax import Call, GlobalVar
+
+    bb = BlockBuilder()
+    (y,) = _params(y=(3, 5))
+    with bb.function("helper", [y]):
+        with bb.dataflow():
+            gv = bb.emit_output(R.exp(y))
+        bb.emit_func_output(gv)
+    (x,) = _params(x=(3, 5))
+    with bb.function("main", [x]):
+        a = bb.emit(R.add(x, x))
+        h = bb.emit(Call(GlobalVar("helper"), (a,)))
+        c = bb.match_cast(h, TensorStructInfo((3, 5), "float32"))
+        bb.emit_func_output(bb.emit(R.multiply(c, x)))
+    mod = bb.get()
+    vm = assert_vm_matches(mod, inputs_for(mod))
+    text = vm.executable.as_text()
+    assert "call_func(r2) [helper]" in text and "match(r3)" in text

@@ -115,7 +115,9 @@ def _has_call_tir(func: X.Function) -> bool:
     from schedlab.ir.functor import post_order_visit
 
     found = []
-    post_order_visit(func, lambda n: found.append(1) if isinstance(n, X.Call) and n.op == CALL_TIR else None)
+    post_order_visit(
+        func, lambda n: found.append(1) if isinstance(n, X.Call) and n.op == CALL_TIR else None
+    )
     return bool(found)
 
 
