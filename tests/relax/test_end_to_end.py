@@ -152,7 +152,7 @@ def intermediate_bytes(mod: IRModule) -> int:
             if isinstance(value, X.Call) and value.op == ALLOC_TENSOR:
                 if binding.var not in results:
                     sinfo = binding.var.struct_info_
-                    total += int(np.prod(sinfo.static_shape())) * sinfo.dtype.numpy().itemsize
+                    total += int(np.prod(sinfo.static_shape())) * sinfo.dtype.numpy.itemsize
     return total
 
 
