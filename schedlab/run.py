@@ -9,6 +9,7 @@ timed interleaved in one process, plus the largest absolute difference between t
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -90,11 +91,10 @@ def load(path: str, shapes: dict | None = None):
 
 def compile_vm(mod, target: str = "cpu"):
     """Compile `mod` for `target` and wrap it in a VirtualMachine."""
-    import schedlab
-
     from schedlab.relax.vm import VirtualMachine
+    from schedlab.relax.vm import compile as compile_module
 
-    return VirtualMachine(schedlab.compile(mod, target=target))
+    return VirtualMachine(compile_module(mod, target=target))
 
 
 def _as_tuple(result) -> tuple:
@@ -107,7 +107,13 @@ def _ort_session(model):
         import onnxruntime as ort
     except ImportError:
         return None
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    # timed interleaved with schedlab: threads left spinning after a run would take the cores
+    # the next schedlab call needs, so both runtimes let their threads sleep between calls
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
 
 
 def _feeds(model, arrays) -> dict:
@@ -153,11 +159,21 @@ def run_model(
     timings = time_side_by_side(fns, repeat=repeat, min_repeat_ms=min_repeat_ms)
     report = RunReport(path, target, described, timings["schedlab"], timings.get("onnxruntime"))
     report.max_abs_diff = diff
+    report.notes.append(_thread_note())
     if session is None and use_onnxruntime:
         report.notes.append("onnxruntime is not installed: no reference latency")
     if profile:
         report.profile = vm.profile(*arrays)
     return report
+
+
+def _thread_note() -> str:
+    """The settings that change compiled kernels' parallel timing (worth printing: on a busy
+    machine libgomp's default wait policy can make the median many times the minimum)."""
+    settings = ", ".join(
+        f"{key}={os.environ.get(key, 'unset')}" for key in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")
+    )
+    return f"{os.cpu_count()} CPUs; {settings}"
 
 
 def _ms(t: Timings) -> str:

@@ -8,7 +8,9 @@
 The Executable keeps each graph function as a list of instructions over registers (the
 parameters first): allocate storage / a tensor (in planned storage or fresh), call a kernel
 with its outputs, build or index tuples, check a shape, call another graph function, return.
-Symbolic dimensions are bound from the arguments' shapes at run time.
+Symbolic dimensions are bound from the arguments' shapes at run time. (A fused kernel that
+keeps an intermediate of symbolic size cannot be built by the C backend yet: `compile` raises a
+LoweringError naming the kernel.) `If` is not supported by the VM yet.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import CompileError
+from schedlab.errors import LoweringError
 from schedlab.ir import expr as E
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.transform import Pass
@@ -114,7 +116,10 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
     kernels = {}
     for name, func in lowered.items():
         if isinstance(func, PrimFunc):
-            kernels[name] = build(func.with_attr("global_symbol", name), target, name=name)
+            try:
+                kernels[name] = build(func.with_attr("global_symbol", name), target, name=name)
+            except LoweringError as err:  # say which kernel of the graph it was
+                raise LoweringError(f"compile: kernel {name!r}: {err}") from err
     functions = {
         name: _Translator(name, lowered).translate(func)
         for name, func in lowered.items()
@@ -210,8 +215,10 @@ class _Translator:
             f"CallTIRRewrite) so only kernel calls and allocations remain"
         )
 
-    def error(self, message: str) -> CompileError:
-        return CompileError(f"compile: function {self.name!r}, binding {self.binding!r}: {message}")
+    def error(self, message: str) -> LoweringError:
+        return LoweringError(
+            f"compile: function {self.name!r}, binding {self.binding!r}: {message}"
+        )
 
 
 # -- run ----------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ the intermediates. The model builders are reused by tests/test_cli_run.py."""
 
 from __future__ import annotations
 
+import glob
+import os
+
 import numpy as np
 import pytest
 
@@ -21,6 +24,7 @@ from schedlab.relax.frontend.onnx import from_onnx  # noqa: E402
 from schedlab.relax.transform.call_tir_rewrite import ALLOC_TENSOR  # noqa: E402
 from schedlab.relax.transform.static_plan_block_memory import PEAK_ATTR  # noqa: E402
 from tests.relax.frontend.test_onnx import conv_bn_relu, make_model, rand  # noqa: E402
+from tests.relax.frontend.test_onnx_backend_data import _load as load_tensors  # noqa: E402
 
 CPU_PASSES = (
     "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "DeadCodeElimination",
@@ -224,3 +228,51 @@ def test_profile_lists_every_kernel(compiled):
     table = str(vm.profile(*input_arrays(model).values()))
     for kernel in ex.kernels:
         assert kernel in table, f"{name}: kernel {kernel} missing from the profile"
+
+
+SHIPPED_SUITES = ("pytorch-converted", "pytorch-operator")
+
+
+def shipped_cases() -> list[str]:
+    """The case folders of onnx's shipped pytorch-converted and pytorch-operator test data."""
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    return sorted(
+        case for suite in SHIPPED_SUITES for case in glob.glob(os.path.join(root, suite, "test_*"))
+    )
+
+
+def run_shipped_case(case: str) -> str | None:
+    """Import, compile for "cpu" and run one case on the VM: None when every output matches
+    test_data_set_0, else a one-line reason."""
+    data = os.path.join(case, "test_data_set_0")
+    inputs = load_tensors(glob.glob(os.path.join(data, "input_*.pb")))
+    expected = load_tensors(glob.glob(os.path.join(data, "output_*.pb")))
+    try:
+        mod = from_onnx(os.path.join(case, "model.onnx"))
+        vm = schedlab.relax.VirtualMachine(schedlab.compile(mod, target="cpu"))
+        got = vm["main"](*inputs[: len(mod["main"].params)])
+    except Exception as err:  # reported, not raised: the test measures the pass rate
+        return f"{type(err).__name__}: {str(err).strip().splitlines()[0][:200]}"
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        if g.shape != e.shape or not np.allclose(g, e, rtol=1e-3, atol=1e-4, equal_nan=True):
+            return f"output {k} differs (shape {g.shape} vs {e.shape})"
+    return None
+
+
+@pytest.mark.slow
+def test_onnx_shipped_pytorch_models_through_the_vm():
+    """Issue 4: at least 85% of the shipped pytorch-converted + pytorch-operator cases pass end
+    to end (compiled kernels, the VM). Run with -s to see the rate and the failures."""
+    cases = shipped_cases()
+    if not cases:
+        pytest.skip("this onnx install ships no backend test data")
+    failures = {os.path.basename(c): r for c in cases if (r := run_shipped_case(c)) is not None}
+    passed = len(cases) - len(failures)
+    print(f"\nshipped pytorch models through the VM: {passed}/{len(cases)} pass "
+          f"({100 * passed / len(cases):.1f}%)")  # fmt: skip
+    for name, reason in sorted(failures.items()):
+        print(f"  FAIL {name}: {reason}")
+    assert passed >= 0.85 * len(cases), f"pass rate {passed}/{len(cases)} below 85%"

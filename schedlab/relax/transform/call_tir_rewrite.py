@@ -50,7 +50,7 @@ class _Rewriter:
 
     def fresh(self, hint: str, sinfo: StructInfo) -> X.Var:
         self.count += 1
-        return X.Var(f"{hint}_{self.count}", sinfo)
+        return X.Var(f"{hint}_{self.count}" if hint else f"_{self.count}", sinfo)
 
     def bind(self, hint: str, value: X.Expr) -> X.Var:
         var = self.fresh(hint, value.struct_info)
@@ -80,7 +80,7 @@ class _Rewriter:
         infos = sinfo.fields if isinstance(sinfo, TupleStructInfo) else (sinfo,)
         outs = [self.bind(f"{hint}_out", alloc_tensor(info)) for info in infos]
         kernel = X.Call(gvar, (*args, *outs), {}, (NO_RESULT,))
-        self.out.append(X.VarBinding(self.fresh("_", NO_RESULT), typed(kernel, NO_RESULT)))
+        self.out.append(X.VarBinding(self.fresh("", NO_RESULT), typed(kernel, NO_RESULT)))
         return X.Tuple(tuple(outs)) if isinstance(sinfo, TupleStructInfo) else outs[0]
 
     def binding(self, binding: X.Binding) -> None:
