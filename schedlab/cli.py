@@ -1,5 +1,6 @@
 """The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`,
-`bench-schedule` (how responsive scheduling is), `run model.onnx` (import, compile, run, time)."""
+`bench-schedule` (how responsive scheduling is),
+`bench-cost` (cost model vs measurements), `run model.onnx` (import, compile, run, time)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     responsive.add_argument("--size", default=None, help="M=N=K, or KEY=VALUE[,KEY=VALUE]")
     responsive.add_argument("--repeat", type=int, default=30, help="runs per figure (median)")
+    cost = commands.add_parser(
+        "bench-cost",
+        help="Spearman correlation of predicted and measured latency over random schedules",
+    )
+    cost.add_argument("--count", type=int, default=50, help="random schedules per workload")
+    cost.add_argument("--seed", type=int, default=0, help="seed of the random schedules")
     _add_run_parser(commands)
     return parser
 
@@ -93,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.bench import run_schedule_bench
 
             run_schedule_bench(args.size, repeat=args.repeat)
+        elif args.command == "bench-cost":
+            from schedlab.cost.benchmark import run_cost_bench
+
+            run_cost_bench(count=args.count, seed=args.seed)
         elif args.command == "run":
             from schedlab.run import run_command
 

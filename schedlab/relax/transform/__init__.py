@@ -15,11 +15,12 @@ from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeOps, legalize_call
+from .normalize import Normalize, normalize_function
 from .static_plan_block_memory import StaticPlanBlockMemory
 from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
     "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call",
-    "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory",
+    "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize", "normalize_function",
 ]  # fmt: skip

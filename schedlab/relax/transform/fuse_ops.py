@@ -10,7 +10,9 @@ only, and
   and injective chains fuse), or a reduction (injective producers fuse into a comm_reduce);
 - the group is out_ewise_fusable (matmul, conv) and the binding is elemwise or broadcast
   (bias add, activation).
-Opaque PrimFuncs, tuple-valued calls and calls with non-variable arguments never fuse. Each
+Constant arguments become parameters of the group's function (the call passes them), so
+`add(lv, const)` fuses like `add(lv, b)`. Opaque PrimFuncs, tuple-valued calls and calls with
+other non-variable arguments never fuse. Each
 group has one output (its last value), so moving it to the last member's place keeps the order
 of the block valid.
 """
@@ -80,7 +82,7 @@ def group_block(mod: IRModule, block: X.BindingBlock, consumers: dict) -> list[_
     groups, group_of = [], {}
     for binding in block.bindings:
         kind = call_tir_kind(mod, binding.value) if isinstance(binding, X.VarBinding) else None
-        if kind is None or not all(isinstance(a, X.Var) for a in binding.value.args[1].fields):
+        if kind is None or not all(_is_leaf(a) for a in binding.value.args[1].fields):
             continue
         target = None
         for arg in binding.value.args[1].fields:
@@ -99,28 +101,43 @@ def group_block(mod: IRModule, block: X.BindingBlock, consumers: dict) -> list[_
     return groups
 
 
+def _is_leaf(arg: X.Expr) -> bool:
+    """Whether a call_tir argument may enter a group: a variable or a constant."""
+    return isinstance(arg, (X.Var, X.Constant))
+
+
 class _Rename(Mutator):
     def __init__(self, vmap: dict):
         self.vmap = vmap
+        self.by_id = {id(k): v for k, v in vmap.items()}
 
     def visit_Var(self, var):  # noqa: N802 - dispatch name (graph and loop variables)
         return self.vmap.get(var, var)
 
+    def visit_Constant(self, const):  # noqa: N802 - a group input: the function's parameter
+        return self.by_id.get(id(const), const)
 
-def _group_inputs(group: _Group) -> list[X.Var]:
-    inside = {b.var for b in group.members}
-    inputs: list[X.Var] = []
+
+def _group_inputs(group: _Group) -> list[X.Expr]:
+    """The outer variables and the constants the group reads, each once, in order."""
+    inside = {id(b.var) for b in group.members}
+    inputs: list[X.Expr] = []
     for binding in group.members:
         for arg in binding.value.args[1].fields:
-            if arg not in inside and arg not in inputs:
+            if id(arg) not in inside and all(arg is not a for a in inputs):
                 inputs.append(arg)
     return inputs
 
 
-def make_primitive(group: _Group) -> tuple[X.Function, list[X.Var]]:
-    """The "Primitive" function computing `group`, and the outer variables it takes."""
+def _param_name(arg: X.Expr, k: int) -> str:
+    return arg.name_hint if isinstance(arg, X.Var) else f"const{k}"
+
+
+def make_primitive(group: _Group) -> tuple[X.Function, list[X.Expr]]:
+    """The "Primitive" function computing `group`, and the outer variables and constants it
+    takes."""
     inputs = _group_inputs(group)
-    vmap = {v: X.Var(v.name_hint, v.struct_info_) for v in inputs}
+    vmap = {v: X.Var(_param_name(v, k), v.struct_info) for k, v in enumerate(inputs)}
     for binding in group.members:
         kind = X.Var if binding.var is group.tail else X.DataflowVar
         vmap[binding.var] = kind(binding.var.name_hint, binding.var.struct_info_)

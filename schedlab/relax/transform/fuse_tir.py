@@ -17,6 +17,7 @@ from schedlab.ir.expr import BufferLoad, SizeVar
 from schedlab.ir.expr import Var as TirVar
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.functor import Mutator, collect_vars, substitute
+from schedlab.ir.node import fresh_uid
 from schedlab.ir.op import const
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, SeqStmt
 from schedlab.ir.transform import Pass, module_pass
@@ -31,13 +32,49 @@ class FuseTIRError(SchedlabError, TypeError):
     of TensorIR PrimFuncs)."""
 
 
-class _Buffers(Mutator):
-    """Replaces buffers by identity in loads, stores and regions."""
+class _Inline(Mutator):
+    """Copies a member PrimFunc's root body onto the group's buffers (`bmap`, by identity) with
+    fresh definitions: new loop, iter and let variables, new block-local buffers and new uids.
+    Two members made from the same PrimFunc (two `add`s) would otherwise share loop variables
+    and blocks, which the verifier rejects ("defined twice")."""
 
     def __init__(self, bmap: dict):
-        self.bmap = bmap
+        self.bmap = dict(bmap)
+        self.vars: dict = {}
 
-    def visit_BufferLoad(self, load):  # noqa: N802 - dispatch name
+    def define(self, var: TirVar) -> TirVar:
+        new = type(var)(var.name, var.dtype)
+        self.vars[var] = new
+        return new
+
+    def visit_Var(self, var):  # noqa: N802 - dispatch name
+        return self.vars.get(var, var)
+
+    def visit_For(self, node):  # noqa: N802
+        loop_var = self.define(node.loop_var)
+        node = self.generic_visit(node)
+        return node.replace(loop_var=loop_var, uid=fresh_uid())
+
+    def visit_LetStmt(self, node):  # noqa: N802
+        value = self.visit(node.value)
+        var = self.define(node.var)
+        return node.replace(var=var, value=value, body=self.visit(node.body))
+
+    def visit_Block(self, node):  # noqa: N802
+        iters = tuple(
+            iv.replace(var=self.define(iv.var), dom=self.visit(iv.dom)) for iv in node.iter_vars
+        )
+        for old in node.alloc_buffers:
+            self.bmap.setdefault(old, self.copy_buffer(old))
+        node = self.generic_visit(node.replace(iter_vars=()))
+        allocs = tuple(self.bmap[b] for b in node.alloc_buffers)
+        return node.replace(iter_vars=iters, alloc_buffers=allocs, uid=fresh_uid())
+
+    def copy_buffer(self, old: Buffer) -> Buffer:
+        shape = tuple(self.visit(d) for d in old.shape)
+        return decl_buffer(shape, old.dtype, old.name, old.scope)
+
+    def visit_BufferLoad(self, load):  # noqa: N802
         load = self.generic_visit(load)
         new = self.bmap.get(load.buffer)
         return load if new is None else BufferLoad(new, load.indices)
@@ -120,7 +157,9 @@ class _Fuser:
             new = decl_buffer(tuple(substitute(d, vmap) for d in old.shape), old.dtype, old.name)
             bmap[old] = new
             self.allocs.append(new)
-        return substitute(_Buffers(bmap).visit(root.body), vmap)
+        inliner = _Inline(bmap)
+        inliner.vars.update(vmap)
+        return inliner.visit(root.body)
 
     def finish(self, buffers: list[Buffer], op_pattern: int | None) -> PrimFunc:
         body = SeqStmt.flatten(*self.stages)

@@ -7,6 +7,10 @@ clashes) and structurally equal PrimFuncs are shared (two `add`s of the same sha
 Symbolic dimensions stay symbolic: the PrimFunc gets its own size variables, bound from the
 argument shapes when it runs. Each new PrimFunc gets the attribute "op_pattern" (TVM's
 OpPatternKind number) from the operator's registered pattern, for FuseOps.
+
+Nested operator calls (`R.add(R.matmul(x, w), b)`) would become nested call_tirs, which FuseOps
+cannot see as producer and consumer; each changed function is therefore normalized
+(`normalize.normalize_function`): every nested call gets its own binding.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ..block_builder import BlockBuilder
 from ..functor import ExprMutator
 from ..infer import CALL_TIR
 from ._util import OP_PATTERN_KINDS
+from .normalize import normalize_function
 
 
 def primfunc_name(op_name: str) -> str:
@@ -93,7 +98,7 @@ def LegalizeOps() -> Pass:  # noqa: N802 - TVM's name: a pass factory
             if isinstance(func, X.Function):
                 new = legalizer.visit(func)
                 if new is not func:
-                    changed[name] = new
+                    changed[name] = normalize_function(new)
         if not changed:
             return mod
         for name, func in changed.items():

@@ -1,0 +1,63 @@
+"""What a step shows, computed from its IR: generated code, predicted latency, script diffs."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import json
+
+from schedlab.errors import SchedlabError
+from schedlab.ir.function import IRModule, PrimFunc
+from schedlab.target import Target
+
+from .results import GeneratedCode, PredictionResult
+
+
+def diff_text(a: str, b: str, name_a: str, name_b: str) -> str:
+    lines = difflib.unified_diff(a.splitlines(), b.splitlines(), name_a, name_b, lineterm="")
+    return "\n".join(lines)
+
+
+def target_name(text: str) -> str:
+    try:
+        return repr(json.loads(text).get("kind", text))
+    except (ValueError, AttributeError):
+        return repr(text)
+
+
+def generate_code(func: PrimFunc, name: str, target: Target) -> GeneratedCode:
+    """Render (without compiling) the function's code for `target`."""
+    from schedlab.transform import lower
+
+    try:
+        lowered = lower(IRModule({name: func}), target)
+        if target.kind == "cpu":
+            from schedlab.backend.cpu.codegen import CpuRenderer
+
+            rendered = CpuRenderer(target).render(lowered)
+            return GeneratedCode(str(target.kind), rendered.source,
+                                 dict(rendered.functions[name].loop_lines))  # fmt: skip
+        import schedlab
+
+        kernel = schedlab.build(func, target)
+        return GeneratedCode(str(target.kind), kernel.source,
+                             dict(getattr(kernel, "loop_lines", {})))  # fmt: skip
+    except SchedlabError as err:
+        return GeneratedCode(str(target.kind), error=str(err))
+
+
+def predict(func: PrimFunc, target: Target) -> PredictionResult:
+    """Ask schedlab.cost (imported lazily: it may not be installed or written yet)."""
+    try:
+        cost = importlib.import_module("schedlab.cost")
+        predict = cost.predict
+    except (ImportError, AttributeError) as err:
+        return PredictionResult(False, reason=f"no cost model available ({err})")
+    try:
+        result = predict(func, target)
+    except Exception as err:  # the model failing is shown, never replaced by a guess
+        return PredictionResult(False, reason=f"prediction failed: {type(err).__name__}: {err}")
+    seconds = getattr(result, "seconds", None)
+    if seconds is None:
+        return PredictionResult(False, reason="the cost model gave no seconds", details=result)
+    return PredictionResult(True, float(seconds), details=result)

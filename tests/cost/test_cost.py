@@ -1,0 +1,117 @@
+"""Sanity properties of the analytical latency model (no timing assertions)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from schedlab import workloads
+from schedlab.cost import Prediction, predict, spearman
+from schedlab.cost.benchmark import random_schedule
+from schedlab.schedule import Schedule
+from schedlab.target import Target
+
+TARGET = Target("cpu", num_cores=8, simd_width=256)
+
+
+def gemm(n=1024, m=None, k=None):
+    return workloads.spec("gemm").make(M=n, N=m or n, K=k or n)
+
+
+def tuned_gemm(n=1024):
+    """Tiled, parallel outer tile, vectorized innermost spatial loop, unrolled register tile."""
+    sch = Schedule(gemm(n))
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, 8])
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 64])
+    sch.reorder(i0, j0, k0, k1, i1, j1)
+    sch.parallel(i0)
+    sch.unroll(i1)
+    sch.vectorize(j1)
+    return sch.func
+
+
+def test_fields_present():
+    p = predict(gemm(64), TARGET)
+    assert isinstance(p, Prediction)
+    assert p.seconds > 0 and p.flops == 2 * 64**3
+    assert p.bound in ("compute", "memory")
+    assert set(p.bytes_moved) == {"L2->L1", "L3->L2", "DRAM->L3"}
+    assert p.peaks["flops"] == TARGET.peak_flops("float32")
+    assert p.roofline_seconds > 0 and p.roofline_seconds <= p.seconds
+    (nest,) = p.nests
+    assert nest.block == "C" and nest.iterations == 64**3
+    assert [name for name, _ in nest.footprint_per_loop] == ["i", "j", "k", "(one iteration)"]
+    sizes = [b for _, b in nest.footprint_per_loop]
+    assert sizes == sorted(sizes, reverse=True)  # footprints shrink going inward
+    assert set(nest.terms) >= {"compute", "load_store", "L2->L1", "DRAM->L3"}
+    assert "predicted" in p.summary()
+    assert p.as_dict()["flops"] == p.flops
+
+
+def test_more_flops_more_time():
+    times = [predict(gemm(n, 96, 80), TARGET).seconds for n in (33, 65, 129, 257)]
+    assert times == sorted(times) and len(set(times)) == 4
+
+
+def test_scheduled_gemm_faster_and_compute_bound():
+    naive, tuned = predict(gemm(), TARGET), predict(tuned_gemm(), TARGET)
+    assert tuned.seconds < naive.seconds / 4
+    assert tuned.bound == "compute"
+    (nest,) = tuned.nests
+    assert nest.cores_used == 8 and nest.vector_lanes == 8 and nest.vectorization == "explicit"
+
+
+def test_parallel_and_vectorize_each_help():
+    sch = Schedule(gemm(256))
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch.reorder(i, k, j)
+    base = predict(sch.func, TARGET).seconds
+    par = sch.copy()
+    par.parallel(par.get_loops(par.get_block("C"))[0])
+    assert predict(par.func, TARGET).seconds < base
+    vec = sch.copy()
+    j0, j1 = vec.split(vec.get_loops(vec.get_block("C"))[2], [None, 8])
+    vec.vectorize(j1)
+    assert predict(vec.func, TARGET).nests[0].vectorization == "explicit"
+    assert predict(vec.func, TARGET).seconds <= base
+
+
+def test_transpose_is_memory_bound():
+    func = workloads.spec("transpose").make(**{k: 2048 for k in _dims("transpose")})
+    p = predict(func, TARGET)
+    assert p.bound == "memory"
+    assert p.bytes_moved["DRAM->L3"] >= 2 * 2048 * 2048 * 4
+
+
+def _dims(name):
+    return [k for k, v in workloads.spec(name).defaults.items() if isinstance(v, int) and v > 1]
+
+
+def test_conv2d_and_module_and_schedule_inputs():
+    func = workloads.spec("conv2d_nchw").make()
+    p = predict(func)
+    assert [n.block for n in p.nests] == ["pad_temp", "conv2d_nchw"]
+    assert p.flops == workloads.spec("conv2d_nchw").flops() or p.flops > 0
+    sch = Schedule(func)
+    assert predict(sch).seconds == p.seconds
+    assert predict(sch.mod).seconds == p.seconds
+
+
+def test_random_schedules_are_predicted():
+    func = workloads.spec("gemm").make(M=48, N=40, K=24)
+    rng = random.Random(3)
+    for _ in range(10):
+        sch, _text = random_schedule(func, "C", rng)
+        assert predict(sch.func).seconds > 0
+
+
+def test_spearman_matches_definition():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    x, y = [1, 2, 2, 3, 5], [2, 1, 4, 4, 3]
+    rx, ry = np.array([1, 2.5, 2.5, 4, 5]), np.array([2, 1, 4.5, 4.5, 3])
+    assert spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    with pytest.raises(ValueError, match="equal lengths"):
+        spearman([1, 2], [1])
