@@ -28,6 +28,7 @@ LDST_PER_CYCLE = 3  # vector loads + stores issued per cycle per core (2 loads, 
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 32.0, "L3": 16.0}
 LOOP_OVERHEAD_CYCLES = 0.5  # per trip of the innermost non-unrolled loop
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
+AUTOVEC_DEPTH = 2  # gcc vectorizes the innermost loop or, in a 2-deep nest, the outer one
 AUTOVEC_EFFICIENCY = 0.5  # auto-vectorized loops: remainder handling, unknown aliasing
 
 

@@ -116,16 +116,15 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[int, str, int]:
     inner = nest.loops[-1]
     if inner.kind == ForKind.VECTORIZED:
         return max(1, min(width, inner.extent)), "explicit", len(nest.loops) - 1
-    cand, body = len(nest.loops) - 1, 1
-    while cand > 0 and _unrolled_away(nest.loops[cand], body):
-        body *= nest.loops[cand].extent
-        cand -= 1
-    if nest.loops[cand].reduce or nest.loops[cand].extent < 4:
-        return 1, "none", -1
-    strides = [sh.inner_stride[cand] for sh in shapes]
-    store_moves = any(sh.access.write and sh.inner_stride[cand] == 1 for sh in shapes)
-    if store_moves and all(st in (0, 1) for st in strides):
-        return max(1, min(width, nest.loops[cand].extent)), "auto", cand
+    # gcc vectorizes the innermost loop, or the one around it (outer-loop vectorization)
+    for cand in range(len(nest.loops) - 1, max(-1, len(nest.loops) - 1 - M.AUTOVEC_DEPTH), -1):
+        loop = nest.loops[cand]
+        if loop.reduce or loop.extent < 4:
+            continue
+        strides = [sh.inner_stride[cand] for sh in shapes]
+        store_moves = any(sh.access.write and sh.inner_stride[cand] == 1 for sh in shapes)
+        if store_moves and all(st in (0, 1) for st in strides):
+            return max(1, min(width, loop.extent)), "auto", cand
     return 1, "none", -1
 
 

@@ -18,11 +18,26 @@ def diff_text(a: str, b: str, name_a: str, name_b: str) -> str:
     return "\n".join(lines)
 
 
-def target_name(text: str) -> str:
+def target_mismatch(recorded: str, current: str) -> str:
+    """Why a trace recorded for target `recorded` does not fit `current` (both Target texts):
+    the kinds when they differ, else the attributes that differ."""
+    old, new = _target_dict(recorded), _target_dict(current)
+    if old.get("kind") != new.get("kind"):
+        return (
+            f"this trace is for target {old.get('kind', recorded)!r}, the explorer's target is "
+            f"{new.get('kind', current)!r}"
+        )
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    shown = ", ".join(f"{k}: {old.get(k)!r} vs {new.get(k)!r}" for k in keys[:5])
+    return f"this trace is for another {new.get('kind')!r} target (trace vs explorer: {shown})"
+
+
+def _target_dict(text: str) -> dict:
     try:
-        return repr(json.loads(text).get("kind", text))
-    except (ValueError, AttributeError):
-        return repr(text)
+        value = json.loads(text)
+    except ValueError:
+        return {"kind": text}
+    return value if isinstance(value, dict) else {"kind": text}
 
 
 def generate_code(func: PrimFunc, name: str, target: Target) -> GeneratedCode:

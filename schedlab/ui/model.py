@@ -31,7 +31,7 @@ from schedlab.schedule.trace import Trace
 from schedlab.target import Target
 
 from . import primitives as P
-from .derive import diff_text, generate_code, predict, target_name
+from .derive import diff_text, generate_code, predict, target_mismatch
 from .results import (
     ApplyResult,
     Event,
@@ -417,31 +417,36 @@ class ExplorerModel:
         return self._predictions[key][1]
 
     def measure(self, step: int | None = None, timeout: float | None = None) -> Measurement:
-        """Measure `step` in the worker process (blocking; run it in a thread from a UI). A
-        crash or a timeout gives a failed Measurement; the model keeps working."""
+        """Measure `step` in the worker process (blocking; see measure_in_background). A crash
+        or a timeout gives a failed Measurement; the model keeps working."""
+        return self._measure(*self._measure_job(step), timeout)
+
+    def measure_in_background(self, step: int | None = None, timeout: float | None = None):
+        """`measure` on a background thread (one at a time per model); returns a Future of the
+        Measurement. What to measure is fixed now, in the caller's thread, so later clicks do
+        not change it; the "measurement" event fires from that thread when it is done."""
+        job = self._measure_job(step)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="schedlab-measure")
+        return self._executor.submit(self._measure, *job, timeout)
+
+    def _measure_job(self, step: int | None) -> tuple:
         mod = self._step_mod(step)
         index = self.current_step if step is None else step
+        return mod, self._func_name, index, Target(self.target)
+
+    def _measure(self, mod, func_name, index, target, timeout) -> Measurement:
         if self._worker is None:
             self._worker = MeasureWorker()
         timeout = self.measure_timeout if timeout is None else timeout
-        outcome = self._worker.run(measure_func, mod[self._func_name], str(self.target),
-                                   timeout=timeout)  # fmt: skip
+        outcome = self._worker.run(measure_func, mod[func_name], str(target), timeout=timeout)
         if outcome.ok:
             result = Measurement(True, outcome.value["median"], stats=dict(outcome.value))
         else:
             result = Measurement(False, reason=outcome.reason)
-        self._measurements[(id(mod), str(self.target))] = (mod, result)
+        self._measurements[(id(mod), str(target))] = (mod, result)
         self._emit("measurement", step=index, result=result)
         return result
-
-    def measure_in_background(self, step: int | None = None, timeout: float | None = None):
-        """`measure` on a background thread (one at a time per model); returns a Future of the
-        Measurement. The "measurement" event fires from that thread when it is done."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="schedlab-measure")
-        index = self.current_step if step is None else step
-        self._step_mod(index)  # a bad step index fails here, in the caller's thread
-        return self._executor.submit(self.measure, index, timeout)
 
     def _known_measurement(self, mod: IRModule) -> Measurement | None:
         entry = self._measurements.get((id(mod), str(self.target)))
@@ -493,10 +498,7 @@ class ExplorerModel:
         malformed trace, a different workload or a different target; nothing changes then."""
         trace = Trace.from_json(data)
         if trace.target is not None and trace.target != str(self.target):
-            raise TraceError(
-                f"this trace is for target {target_name(trace.target)}, the explorer's target "
-                f"is {target_name(str(self.target))}"
-            )
+            raise TraceError(target_mismatch(trace.target, str(self.target)))
         session = self._session
         sch = self._new_schedule(self._func_name, session.original)
         trace.apply_to_schedule(sch)

@@ -221,6 +221,9 @@ def test_trace_import_errors(model):
     assert wrong.current_step == 0
     with pytest.raises(TraceError, match="target 'cuda'"):
         model.import_trace({**data, "target": json.dumps({"kind": "cuda"})})
+    other_cpu = json.loads(str(model.target)) | {"num_cores": 977}
+    with pytest.raises(TraceError, match="num_cores: 977 vs"):
+        model.import_trace({**data, "target": json.dumps(other_cpu)})
     with pytest.raises(TraceError):
         model.import_trace('{"schema": "nope"}')
     assert model.current_step == 1
@@ -349,3 +352,27 @@ def test_compute_at_on_a_two_stage_workload():
     m.select_block("T_relu")
     assert "reverse_compute_inline" not in {s.name for s in m.applicable_primitives()}
     assert not m.code().error
+
+
+def test_scheduled_step_computes_the_reference(model):
+    import numpy as np
+
+    import schedlab
+    from schedlab.workloads import make_args
+
+    i, _, _ = _select_outer(model)
+    model.apply("split", factors=[None, 8])
+    model.select_loop(model.loops()[0])
+    model.apply("parallel")
+    _, reference = get("gemm", M=33, N=17, K=19)
+    args = make_args(model.func)
+    schedlab.build(model.func)(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4)
+
+
+def test_set_target_emits_and_is_used(model):
+    seen = []
+    model.subscribe(seen.append, kinds=["target"])
+    model.set_target("cpu")
+    assert seen and seen[0].data["target"] == str(model.target)
+    assert model.code(target="cpu").target == "cpu"
