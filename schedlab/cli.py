@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--count", type=int, default=50, help="random schedules per workload")
     cost.add_argument("--seed", type=int, default=0, help="seed of the random schedules")
+    cost.add_argument("--cores", type=int, default=None, help="cores to predict for "
+                      "(default: the cores free at the start, from the load average)")  # fmt: skip
     _add_run_parser(commands)
     return parser
 
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "bench-cost":
             from schedlab.cost.benchmark import run_cost_bench
 
-            run_cost_bench(count=args.count, seed=args.seed)
+            run_cost_bench(count=args.count, seed=args.seed, cores=args.cores)
         elif args.command == "run":
             from schedlab.run import run_command
 

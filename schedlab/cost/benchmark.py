@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from schedlab import workloads
 from schedlab.schedule import Schedule, ScheduleError
+from schedlab.target import Target
 
 from .predict import predict
 from .spearman import spearman
@@ -87,7 +88,15 @@ def measure(func, repeat: int = 9, min_repeat_ms: float = 3.0) -> float:
     return kernel.benchmark(*args, repeat=repeat, min_repeat_ms=min_repeat_ms).min
 
 
-def run_workload(name: str, count: int, rng: random.Random, log=print) -> list[Sample]:
+def available_cores() -> int:
+    """Cores not busy with other work now (CPU affinity minus the 1-minute load average): on a
+    shared machine the OpenMP threads of a parallel loop only get those."""
+    total = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(total or 1, round((total or 1) - os.getloadavg()[0])))
+
+
+def run_workload(name: str, count: int, rng: random.Random, log=print,
+                 target: Target | None = None) -> list[Sample]:  # fmt: skip
     """`count` random schedules of one workload, predicted and measured."""
     func = workloads.spec(name).make(**SIZES[name])
     samples: list[Sample] = []
@@ -98,7 +107,7 @@ def run_workload(name: str, count: int, rng: random.Random, log=print) -> list[S
             sch, text = random_schedule(func, BLOCKS[name], rng)
         except ScheduleError:
             continue  # an illegal combination: draw another
-        predicted = predict(sch.func).seconds
+        predicted = predict(sch.func, target or Target("cpu")).seconds
         measured = measure(sch.func)
         samples.append(Sample(name, text, predicted, measured))
         log(f"  {name} #{len(samples):3d}: predicted {predicted * 1e3:9.3f} ms, "
@@ -106,19 +115,25 @@ def run_workload(name: str, count: int, rng: random.Random, log=print) -> list[S
     return samples
 
 
-def run_cost_bench(count: int = 50, seed: int = 0, workload_names=None, log=print) -> dict:
-    """Run the benchmark; returns {"gemm": rho, "conv2d_nchw": rho, "overall": rho}."""
+def run_cost_bench(count: int = 50, seed: int = 0, workload_names=None, log=print,
+                   cores: int | None = None) -> dict:  # fmt: skip
+    """Run the benchmark; returns {"gemm": rho, "conv2d_nchw": rho, "overall": rho}. The model
+    predicts for `cores` cores (default: the cores free when the run starts)."""
     if count < 2:
         raise ValueError(f"--count must be at least 2, got {count}")
     # OpenMP threads that spin while waiting collapse when the machine is shared (one
     # descheduled thread stalls the rest); passive waiting keeps measurements meaningful
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     rng = random.Random(seed)
+    target = Target("cpu")
+    free = cores or available_cores()
+    log(f"predicting for {free} of {target.num_cores} cores (free now; --cores to override)")
+    target = Target(target, num_cores=free)
     start = time.perf_counter()
     all_samples: list[Sample] = []
     result = {}
     for name in workload_names or list(SIZES):
-        samples = run_workload(name, count, rng, log)
+        samples = run_workload(name, count, rng, log, target)
         all_samples += samples
         result[name] = spearman([s.predicted for s in samples], [s.measured for s in samples])
     result["overall"] = spearman([s.predicted for s in all_samples],

@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 
 from schedlab.ir import expr as E
-from schedlab.ir.stmt import ForKind
 
 from .nest import Access, Nest
 
@@ -26,9 +25,11 @@ FMA_LATENCY = 4  # cycles between dependent FMAs (typical of x86 cores)
 LDST_PER_CYCLE = 3  # vector loads + stores issued per cycle per core (2 loads, 1 store)
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 32.0, "L3": 16.0}
-LOOP_OVERHEAD_CYCLES = 0.5  # per trip of the innermost non-unrolled loop
+LOOP_OVERHEAD_CYCLES = 0.0  # per trip of the innermost loop: no visible cost in bench-cost
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
-AUTOVEC_DEPTH = 2  # gcc vectorizes the innermost loop or, in a 2-deep nest, the outer one
+AUTO_PEEL_EXTENT = 4  # gcc peels innermost constant loops this short before vectorizing
+AUTO_PEEL_BODY = 64
+AUTOVEC_DEPTH = 1  # loops gcc tries to vectorize (1: only the innermost left after peeling)
 AUTOVEC_EFFICIENCY = 0.5  # auto-vectorized loops: remainder handling, unknown aliasing
 
 

@@ -52,11 +52,15 @@ class Prediction:
         return asdict(self)
 
     def summary(self) -> str:
-        lines = [f"predicted {self.seconds * 1e3:.3f} ms, {self.bound}-bound, "
-                 f"{self.flops / 1e6:.1f} MFLOP, roofline {self.roofline_seconds * 1e3:.3f} ms"]  # fmt: skip
+        lines = [
+            f"predicted {self.seconds * 1e3:.3f} ms, {self.bound}-bound, "
+            f"{self.flops / 1e6:.1f} MFLOP, roofline {self.roofline_seconds * 1e3:.3f} ms"
+        ]
         for n in self.nests:
-            lines.append(f"  {n.block}: {n.seconds * 1e3:.3f} ms ({n.bound}), cores {n.cores_used}"
-                         f", lanes {n.vector_lanes} ({n.vectorization}), ilp {n.ilp:g}")  # fmt: skip
+            lines.append(
+                f"  {n.block}: {n.seconds * 1e3:.3f} ms ({n.bound}), cores {n.cores_used}"
+                f", lanes {n.vector_lanes} ({n.vectorization}), ilp {n.ilp:g}"
+            )
         return "\n".join(lines)
 
 
@@ -84,24 +88,32 @@ def predict(func_or_mod, target: str | Target = "cpu") -> Prediction:
     flops = sum(n.flops for n in nests)
     levels = ("L2->L1", "L3->L2", "DRAM->L3")
     moved = {lv: sum(n.bytes_moved[lv] for n in nests) for lv in levels}
-    dtype = nests[0].block and _dtype(extract_dtype(func))
-    peak = target.peak_flops(dtype)
+    peak = target.peak_flops(_dtype(_func_dtype(func)))
     bw = target.mem_bandwidth_gbs * 1e9
     roofline = max(flops / peak, moved["DRAM->L3"] / bw)
     worst = max(nests, key=lambda n: n.seconds) if nests else None
     bound = "compute" if worst is None or worst.bound in _COMPUTE_TERMS else "memory"
-    peaks = {"flops": peak, "dram_bytes_per_s": bw, "clock_hz": target.clock_ghz * 1e9,
-             **{f"{k}_bytes_per_cycle_per_core": v for k, v in M.LEVEL_BYTES_PER_CYCLE.items()}}  # fmt: skip
+    peaks = {
+        "flops": peak,
+        "dram_bytes_per_s": bw,
+        "clock_hz": target.clock_ghz * 1e9,
+        **{f"{k}_bytes_per_cycle_per_core": v for k, v in M.LEVEL_BYTES_PER_CYCLE.items()},
+    }
     return Prediction(sum(n.seconds for n in nests), bound, flops, moved, roofline, peaks, nests)
 
 
-def extract_dtype(func: PrimFunc) -> str:
+def _func_dtype(func: PrimFunc) -> str:
+    """The element type of the last parameter (the output, by convention)."""
     bufs = list(func.buffer_map.values())
     return str(bufs[-1].dtype) if bufs else "float32"
 
 
 def _dtype(name: str) -> str:
-    return name if name in ("float64", "float32", "float16", "bfloat16", "int32", "int8") else "float32"
+    return (
+        name
+        if name in ("float64", "float32", "float16", "bfloat16", "int32", "int8")
+        else "float32"
+    )
 
 
 def _lanes(nest: Nest, shapes, target: Target) -> tuple[int, str, int]:
@@ -116,8 +128,13 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[int, str, int]:
     inner = nest.loops[-1]
     if inner.kind == ForKind.VECTORIZED:
         return max(1, min(width, inner.extent)), "explicit", len(nest.loops) - 1
-    # gcc vectorizes the innermost loop, or the one around it (outer-loop vectorization)
-    for cand in range(len(nest.loops) - 1, max(-1, len(nest.loops) - 1 - M.AUTOVEC_DEPTH), -1):
+    # gcc first peels small constant innermost loops completely, then vectorizes the innermost
+    # loop left (the peeled ones become its body), or in a 2-deep nest the outer loop
+    first, body = len(nest.loops) - 1, 1
+    while first > 0 and _peeled(nest.loops[first], body):
+        body *= nest.loops[first].extent
+        first -= 1
+    for cand in range(first, max(-1, first - M.AUTOVEC_DEPTH), -1):
         loop = nest.loops[cand]
         if loop.reduce or loop.extent < 4:
             continue
@@ -126,6 +143,11 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[int, str, int]:
         if store_moves and all(st in (0, 1) for st in strides):
             return max(1, min(width, loop.extent)), "auto", cand
     return 1, "none", -1
+
+
+def _peeled(loop, body: int) -> bool:
+    """Whether gcc -O3 peels this loop completely before vectorizing (small constant trips)."""
+    return loop.extent <= M.AUTO_PEEL_EXTENT and body * loop.extent <= M.AUTO_PEEL_BODY
 
 
 def _unrolled_away(loop, body: int) -> bool:
@@ -171,8 +193,9 @@ def _ilp(nest: Nest, lanes: int) -> float:
     if not reduce:
         return math.inf
     inner = math.prod(lp.extent for lp in nest.loops[reduce[-1] + 1 :])
-    tile = math.prod(lp.extent for lp in nest.loops[_register_tile(nest) :] if not lp.reduce)
-    chain = math.prod(lp.extent for lp in nest.loops[_register_tile(nest) :] if lp.reduce)
+    start = _register_tile(nest)
+    tile = math.prod(lp.extent for lp in nest.loops[start:] if not lp.reduce)
+    chain = math.prod(lp.extent for lp in nest.loops[start:] if lp.reduce)
     chain = max(chain, nest.loops[reduce[-1]].extent)
     return max(1.0, max(inner, tile) / lanes, M.OOO_WINDOW_ITERS / chain)
 
@@ -207,7 +230,9 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
         "compute": compute,
         "load_store": ldst / M.LDST_PER_CYCLE / clock / cores,
         "issue": (iters * instr / max(1.0, eff_lanes) + ldst + trips * M.LOOP_OVERHEAD_CYCLES * 4)
-        / 4 / clock / cores,
+        / 4
+        / clock
+        / cores,
     }
     line = target.attrs.get("cache_line_bytes", 64)
     fp = M.footprints(shapes, nest, line)
@@ -216,15 +241,31 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     seconds = terms[bound] * imbalance + launches * M.PARALLEL_LAUNCH_S
     names = [lp.var.name for lp in nest.loops] + ["(one iteration)"]
     flops = iters * nest.flops_per_iter
-    return NestPrediction(nest.name, seconds, bound, terms, flops, iters, cores, imbalance, lanes,
-                          how, ilp if ilp != math.inf else -1.0, moved, fits, ldst,
-                          list(zip(names, fp, strict=True)))  # fmt: skip
+    return NestPrediction(
+        nest.name,
+        seconds,
+        bound,
+        terms,
+        flops,
+        iters,
+        cores,
+        imbalance,
+        lanes,
+        how,
+        ilp if ilp != math.inf else -1.0,
+        moved,
+        fits,
+        ldst,
+        list(zip(names, fp, strict=True)),
+    )
 
 
 def _memory_terms(nest, fp, target, cores, clock, terms):
-    levels = [("L2->L1", "l1d_bytes", M.LEVEL_BYTES_PER_CYCLE["L2"] * clock * cores),
-              ("L3->L2", "l2_bytes", M.LEVEL_BYTES_PER_CYCLE["L3"] * clock * cores),
-              ("DRAM->L3", "l3_bytes", target.mem_bandwidth_gbs * 1e9)]  # fmt: skip
+    levels = [
+        ("L2->L1", "l1d_bytes", M.LEVEL_BYTES_PER_CYCLE["L2"] * clock * cores),
+        ("L3->L2", "l2_bytes", M.LEVEL_BYTES_PER_CYCLE["L3"] * clock * cores),
+        ("DRAM->L3", "l3_bytes", target.mem_bandwidth_gbs * 1e9),
+    ]
     names = [lp.var.name for lp in nest.loops] + ["(one iteration)"]
     moved, fits = {}, {}
     for name, attr, bw in levels:

@@ -115,3 +115,15 @@ def test_spearman_matches_definition():
     assert spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
     with pytest.raises(ValueError, match="equal lengths"):
         spearman([1, 2], [1])
+
+
+def test_bench_cost_runs_small(monkeypatch):
+    from schedlab.cost import benchmark
+
+    monkeypatch.setitem(benchmark.SIZES, "gemm", {"M": 24, "N": 20, "K": 12})
+    lines = []
+    result = benchmark.run_cost_bench(count=3, workload_names=["gemm"], log=lines.append)
+    assert set(result) == {"gemm", "overall"}
+    assert all(-1.0 <= rho <= 1.0 for rho in result.values())
+    assert any("Spearman" in line for line in lines)
+    assert 1 <= benchmark.available_cores()
