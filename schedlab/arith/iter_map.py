@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schedlab.ir import expr as E
+from schedlab.ir import op
 from schedlab.ir import stmt as S
 from schedlab.ir.functor import uses_var
-from schedlab.ir import op
 from schedlab.ir.op import convert
 
 from .analyzer import Analyzer

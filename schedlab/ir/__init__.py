@@ -69,7 +69,10 @@ from .stmt import (
     Stmt,
 )  # fmt: skip
 from .structural import (
-    assert_structural_equal, structural_equal, structural_fingerprint, structural_hash,
+    assert_structural_equal,
+    structural_equal,
+    structural_fingerprint,
+    structural_hash,
 )  # fmt: skip
 from .verify import VerifyError, verify
 

@@ -8,7 +8,7 @@ import schedlab
 from schedlab.script import from_source
 
 # the fused (y, x) loop stays scalar, the channel loop becomes an array axis
-PADDED_COPY = '''
+PADDED_COPY = """
 @T.prim_func
 def pad(data: T.Buffer((3, 7, 5), "float32"), out: T.Buffer((3, 9, 7), "float32")):
     for c, f in T.grid(3, 63):
@@ -21,7 +21,7 @@ def pad(data: T.Buffer((3, 7, 5), "float32"), out: T.Buffer((3, 9, 7), "float32"
             out[vc, vy, vx] = T.if_then_else(
                 vy >= 1 and vy < 8 and vx >= 1 and vx < 6, data[vc, vy - 1, vx - 1], T.float32(0)
             )
-'''
+"""
 
 
 def test_scalar_condition_array_branches_is_lazy():
@@ -32,7 +32,7 @@ def test_scalar_condition_array_branches_is_lazy():
     np.testing.assert_array_equal(out, np.pad(data, ((0, 0), (1, 1), (1, 1))))
 
 
-SCALAR_SUM = '''
+SCALAR_SUM = """
 @T.prim_func
 def total(A: T.Buffer((7, 9), "float32"), S: T.Buffer((), "float32")):
     for f in range(63):
@@ -44,7 +44,7 @@ def total(A: T.Buffer((7, 9), "float32"), S: T.Buffer((), "float32")):
             with T.init():
                 S[()] = T.float32(0)
             S[()] = S[()] + A[vi, vj]
-'''
+"""
 
 
 def test_vectorized_reduction_into_a_0d_buffer():

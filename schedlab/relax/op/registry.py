@@ -12,8 +12,9 @@ wrong; the graph layer adds which binding it was. `pattern` is the operator's fu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from schedlab.errors import SchedlabError
 from schedlab.ir.dtype import DataType
