@@ -77,14 +77,22 @@ def time_callable(
 
 
 def time_side_by_side(
-    fns: dict[str, Callable[[], object]], repeat: int = 5, min_repeat_ms: float = 50.0
+    fns: dict[str, Callable[[], object]],
+    repeat: int = 5,
+    min_repeat_ms: float = 50.0,
+    settle_ms: float = 250.0,
 ) -> dict[str, Timings]:
-    """Time several callables interleaved (A, B, A, B, ...) so machine noise hits all alike."""
+    """Time several callables interleaved (A, B, A, B, ...) so machine noise hits all alike.
+
+    Between two candidates the process sleeps `settle_ms`: thread pools (OpenBLAS, OpenMP)
+    keep spinning for a while after a call returns, and without the pause they steal the cores
+    of whichever candidate runs next (seen: a gemm kernel timed 1.8x slower right after numpy)."""
     for fn in fns.values():
         fn()
     numbers = {name: calibrate(fn, min_repeat_ms) for name, fn in fns.items()}
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
+            time.sleep(settle_ms / 1e3)
             samples[name].append(_one_repeat(fn, numbers[name]))
     return {name: Timings.from_samples(samples[name], numbers[name]) for name in fns}
