@@ -395,7 +395,9 @@ class CFamilyRenderer(CExprMixin):
             self.emit(self.local_array(ctype, name, count.value, buffer))
             self.stmt(node.body)
             return
-        size = f"(size_t)({self.expr(count)}) * sizeof({ctype})"
+        # a run-time size: each extent widened first, so the product cannot overflow int32
+        extents = [f"(size_t)({self.expr(e)})" for e in buffer.shape if not _is_one(e)]
+        size = " * ".join([*extents, f"sizeof({ctype})"])
         for line in self.heap_array(ctype, name, size):
             self.emit(line)
         self.emit(f"if ({name} != NULL) {{")
@@ -477,6 +479,10 @@ def _strip_call(text: str, function: str) -> str:
         if depth == 0:
             return text[len(prefix) : -1] if position == len(text) - 1 else text
     return text
+
+
+def _is_one(extent: E.PrimExpr) -> bool:
+    return isinstance(extent, E.IntImm) and extent.value == 1
 
 
 def _has_side_inputs(value: E.PrimExpr) -> bool:

@@ -1,9 +1,11 @@
 """`verify_lowered`: the contract between lowering and the code generators.
 
 A lowered PrimFunc has no Block/BlockRealize left, every buffer is flat (one axis per physical
-dimension, compact, no element offset), and every `Allocate` has a constant size (parameters
-may be symbolic: their memory comes from the caller). Code generators call this first, so a
-pipeline bug surfaces as a LoweringError naming the construct rather than as bad C.
+dimension, compact, no element offset), and every `Allocate` size is computable where the
+allocation happens: a constant, or an expression of the function's scalar parameters, the sizes
+in its parameter buffers' shapes and enclosing loop/let variables (code generators put such
+allocations on the heap). Code generators call this first, so a pipeline bug surfaces as a
+LoweringError naming the construct rather than as bad C.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from schedlab.errors import LoweringError
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.expr import BufferLoad, IntImm
 from schedlab.ir.function import IRModule, PrimFunc
-from schedlab.ir.functor import Visitor
-from schedlab.ir.stmt import Allocate, Block, BlockRealize, BufferStore
+from schedlab.ir.functor import Visitor, collect_vars
+from schedlab.ir.stmt import Allocate, Block, BlockRealize, BufferStore, For, LetStmt
 
 from .flatten_buffer import is_flat
 
@@ -37,6 +39,12 @@ class _LoweredChecker(Visitor):
     def __init__(self, func: PrimFunc):
         self.name = func.name
         self.params = {id(b.data) for b in func.buffer_map.values()}
+        # variables an allocation size may use: scalar params, sizes bound from argument
+        # shapes, and (added while visiting) the loop/let variables in scope
+        self.known: set[int] = {id(p) for p in func.params}
+        for buffer in func.buffer_map.values():
+            for expr in (*buffer.shape, *buffer.strides, buffer.elem_offset):
+                self.known |= {id(v) for v in collect_vars(expr)}
 
     def fail(self, what: str) -> None:
         raise LoweringError(f"function {self.name} is not lowered: {what}")
@@ -59,12 +67,32 @@ class _LoweredChecker(Visitor):
         buffer = node.buffer
         self.check_flat(buffer, "allocated buffer")
         symbolic = [s for s in buffer.shape if not isinstance(s, IntImm)]
-        if symbolic and id(buffer.data) not in self.params:
+        unknown = sorted(
+            {v.name for s in symbolic for v in collect_vars(s) if id(v) not in self.known}
+        )
+        if unknown and id(buffer.data) not in self.params:
             self.fail(
-                f"Allocate of {buffer!r} has a non-constant size {tuple(buffer.shape)}; "
-                "give the buffer a constant shape (or let compaction bound it)"
+                f"Allocate of {buffer!r} has a non-constant size {tuple(buffer.shape)} that uses "
+                f"{', '.join(unknown)}: expected a constant or an expression of the function's "
+                "parameters, the sizes in its parameter buffers' shapes and enclosing loop/let "
+                "variables"
             )
         self.generic_visit(node)
+
+    def _scoped(self, var, node) -> None:
+        fresh = id(var) not in self.known
+        self.known.add(id(var))
+        try:
+            self.generic_visit(node)
+        finally:
+            if fresh:
+                self.known.discard(id(var))
+
+    def visit_For(self, node: For) -> None:
+        self._scoped(node.loop_var, node)
+
+    def visit_LetStmt(self, node: LetStmt) -> None:
+        self._scoped(node.var, node)
 
     def visit_BufferLoad(self, node: BufferLoad) -> None:
         self.check_flat(node.buffer, "loaded buffer")
