@@ -83,6 +83,6 @@ def run_demo(size: int = 512, printer=print, repeat: int = 5) -> dict:
         printer(f"  {name:<10} {timing.median * 1e3:9.2f} ms median  {best:8.2f} GFLOP/s (best)")
     ratio = figures["schedlab"] / figures["numpy"]
     printer(f"schedlab reaches {ratio:.1%} of numpy/OpenBLAS with no schedule at all.")
-    printer("Schedules (split, reorder, vectorize, parallel, cache_write) close that gap: see the")
-    printer("scheduling core, and `schedlab bench gemm --size 1024` for the side-by-side figures.")
+    printer("Schedules (split, reorder, cache_write, vectorize, parallel) close that gap: compare")
+    printer("`schedlab bench gemm --size 1024 --trace gemm_1024_cpu --default-schedule`.")
     return {"error": error, **figures}
