@@ -45,12 +45,15 @@ class StmtPrinter:
         self.loops: dict[int, For] = {}  # enclosing loops by loop-var id (for T.axis.remap)
         self.pending: dict[int, list[Buffer]] = {}  # data var id -> declarations waiting for it
         self.marked = underline if isinstance(underline, _Marks) else _Marks(underline)
+        self.node_lines: dict[int, int] = {}  # loop/block uid -> its header line (0-based)
 
     def line(self, text: str) -> None:
         self.lines.append(" " * (self.indent_spaces * self.depth) + text)
 
     def mark(self, node) -> None:
-        """Underline the last line if `node` is one of the nodes to point at."""
+        """Underline the last line if `node` is one of the nodes to point at (and remember
+        which line prints the loop or block, for views that link text to the IR)."""
+        self.node_lines[node.uid] = len(self.lines) - 1
         if self.marked.contains(node):
             last = self.lines[-1]
             start = len(last) - len(last.lstrip())

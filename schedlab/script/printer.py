@@ -73,6 +73,16 @@ def script(
     return "\n".join(lines)
 
 
+def script_lines(func: PrimFunc, *, show_header: bool = False) -> tuple[str, dict[int, int]]:
+    """`func` printed as `script` does, plus the 1-based line of each loop's and block's header
+    keyed by uid (the loops of one `T.grid` share its line): explorer views link text to the
+    IR with it."""
+    printer = PS.StmtPrinter(4, ())
+    lines = ([TIR_HEADER, ""] if show_header else []) + _function(func, printer, None)
+    offset = len(lines) - len(printer.lines)  # lines printed before the printer's own
+    return "\n".join(lines), {uid: k + offset + 1 for uid, k in printer.node_lines.items()}
+
+
 def _is_graph_node(node) -> bool:
     from schedlab.relax.expr import is_graph_node
 
