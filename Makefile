@@ -1,16 +1,24 @@
-# The two entry points (see README): `make demo` runs the main job, `make test` the whole suite.
+# The two entry points (see README): `make serve` runs the main job (the explorer web app on a
+# built-in example), `make test` the whole suite. `make demo` walks a matmul in the terminal.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test venv toolchain lint soak bench clean
+.PHONY: serve demo test venv toolchain browser lint soak bench clean
 
 # gcc compiles the CPU kernels; install it when a fresh machine lacks it (Debian, as root).
 toolchain:
 	@command -v gcc >/dev/null 2>&1 || { \
 	  echo "gcc not found: installing it with apt-get"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libgomp1; }
+
+# The browser tests drive Debian's chromium through Playwright (never `playwright install`: it
+# downloads browsers). Install it when a fresh machine lacks it (Debian, as root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium not found: installing Debian's chromium with apt-get (browser tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +30,13 @@ $(STAMP): $(BIN)/python pyproject.toml extensions/schedlab_pool/pyproject.toml
 
 venv: $(STAMP)
 
+serve: toolchain venv
+	$(BIN)/schedlab serve --port $(or $(PORT),5006) --address $(or $(ADDRESS),127.0.0.1)
+
 demo: toolchain venv
 	$(BIN)/schedlab demo
 
-test: toolchain venv
+test: toolchain browser venv
 	$(BIN)/python -m pytest -n 2 -q --doctest-modules tests schedlab/schedule
 
 soak: toolchain venv

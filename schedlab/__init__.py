@@ -37,6 +37,7 @@ _LAZY = {
     "Trace": ("schedlab.schedule", "Trace"),
     "relax": ("schedlab.relax", None),
     "compile": ("schedlab.relax.vm", "compile"),
+    "explore": ("schedlab.ui.jupyter", "explore"),
 }
 
 

@@ -1,6 +1,7 @@
 """The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`,
 `bench-schedule` (how responsive scheduling is),
-`bench-cost` (cost model vs measurements), `run model.onnx` (import, compile, run, time)."""
+`bench-cost` (cost model vs measurements), `run model.onnx` (import, compile, run, time),
+`serve` (the explorer web app)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument("--cores", type=int, default=None, help="cores to predict for "
                       "(default: the cores free at the start, from the load average)")  # fmt: skip
     _add_run_parser(commands)
+    serve = commands.add_parser(
+        "serve", help="start the explorer web app (Panel) on a built-in example or your model"
+    )
+    serve.add_argument("--port", type=int, default=5006, help="port (default 5006)")
+    serve.add_argument("--address", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--workload", default="gemm", help="workload opened in each new session")
+    serve.add_argument("--size", default=None,
+                       help="its sizes: N, or KEY=VALUE[,KEY=VALUE] (default gemm 1024)")  # fmt: skip
+    serve.add_argument("--model", default=None, help="open this ONNX model instead")
+    serve.add_argument("--show", action="store_true", help="open a browser tab")
     return parser
 
 
@@ -106,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.cost.benchmark import run_cost_bench
 
             run_cost_bench(count=args.count, seed=args.seed, cores=args.cores)
+        elif args.command == "serve":
+            _serve(args)
         elif args.command == "run":
             from schedlab.run import run_command
 
@@ -115,6 +128,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"schedlab {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _serve(args) -> None:
+    from schedlab import workloads
+    from schedlab.bench import parse_sizes
+    from schedlab.ui.session import DEFAULT_WORKLOAD
+
+    if args.workload == DEFAULT_WORKLOAD[0] and args.size is None:
+        workload = DEFAULT_WORKLOAD
+    else:
+        workload = (args.workload, parse_sizes(workloads.spec(args.workload), args.size))
+    from schedlab.ui.app import serve
+
+    serve(port=args.port, address=args.address, workload=workload, onnx_path=args.model,
+          show=args.show)  # fmt: skip
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@ rank correlation of predicted and measured latency per workload and overall."""
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -81,37 +82,73 @@ def _shuffle_levels(levels, rng: random.Random) -> list:
 
 def measure(func, repeat: int = 9, min_repeat_ms: float = 3.0) -> float:
     """Minimum seconds per call of the compiled function over `repeat` repeats."""
+    return measure_interleaved([func], rounds=repeat, min_repeat_ms=min_repeat_ms)[0]
+
+
+def measure_interleaved(funcs, rounds: int = 9, min_repeat_ms: float = 5.0,
+                        seed: int = 0) -> list[float]:  # fmt: skip
+    """Seconds per call of each compiled function: the minimum over `rounds` rounds, each round
+    timing every kernel once (`min_repeat_ms` of back-to-back calls) in a shuffled order.
+
+    Interleaving spreads the machine's noise (other processes on a shared machine, frequency
+    changes) over all candidates instead of letting a burst land on a few of them, which
+    would reorder them; the minimum drops the rounds a burst slowed down anyway."""
     from schedlab.backend.build import build
 
-    kernel = build(func, "cpu")
-    args = workloads.make_args(func, seed=0)
-    return kernel.benchmark(*args, repeat=repeat, min_repeat_ms=min_repeat_ms).min
+    kernels = [build(func, "cpu") for func in funcs]
+    args = [workloads.make_args(func, seed=0) for func in funcs]
+    numbers = [
+        kernel.benchmark(*arg, repeat=1, min_repeat_ms=min_repeat_ms).number
+        for kernel, arg in zip(kernels, args, strict=True)
+    ]
+    best = [math.inf] * len(funcs)
+    order = list(range(len(funcs)))
+    shuffle = random.Random(seed)
+    for _ in range(rounds):
+        shuffle.shuffle(order)
+        for i in order:
+            timing = kernels[i].benchmark(*args[i], number=numbers[i], repeat=1)
+            best[i] = min(best[i], timing.min)
+    return best
 
 
 def available_cores() -> int:
-    """Cores not busy with other work now (CPU affinity minus the 1-minute load average): on a
-    shared machine the OpenMP threads of a parallel loop only get those."""
+    """Cores the kernels' OpenMP threads get: CPU affinity, capped by OMP_NUM_THREADS when set,
+    minus the cores busy with other work now (1-minute load average), at least one."""
     total = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(total or 1, round((total or 1) - os.getloadavg()[0])))
+    total = total or 1
+    threads = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if threads.isdigit() and int(threads) > 0:
+        total = min(total, int(threads))
+    return max(1, min(total, round(len(os.sched_getaffinity(0)) - os.getloadavg()[0])))
+
+
+def draw_schedules(name: str, count: int, rng: random.Random) -> list[tuple[Schedule, str]]:
+    """`count` random legal schedules of workload `name` (illegal draws are drawn again)."""
+    func = workloads.spec(name).make(**SIZES[name])
+    drawn: list[tuple[Schedule, str]] = []
+    attempts = 0
+    while len(drawn) < count and attempts < count * 5:
+        attempts += 1
+        try:
+            drawn.append(random_schedule(func, BLOCKS[name], rng))
+        except ScheduleError:
+            continue  # an illegal combination: draw another
+    return drawn
 
 
 def run_workload(name: str, count: int, rng: random.Random, log=print,
-                 target: Target | None = None) -> list[Sample]:  # fmt: skip
-    """`count` random schedules of one workload, predicted and measured."""
-    func = workloads.spec(name).make(**SIZES[name])
-    samples: list[Sample] = []
-    attempts = 0
-    while len(samples) < count and attempts < count * 5:
-        attempts += 1
-        try:
-            sch, text = random_schedule(func, BLOCKS[name], rng)
-        except ScheduleError:
-            continue  # an illegal combination: draw another
-        predicted = predict(sch.func, target or Target("cpu")).seconds
-        measured = measure(sch.func)
-        samples.append(Sample(name, text, predicted, measured))
-        log(f"  {name} #{len(samples):3d}: predicted {predicted * 1e3:9.3f} ms, "
-            f"measured {measured * 1e3:9.3f} ms  {text}")  # fmt: skip
+                 target: Target | None = None, rounds: int = 9) -> list[Sample]:  # fmt: skip
+    """`count` random schedules of one workload, predicted and measured (interleaved)."""
+    drawn = draw_schedules(name, count, rng)
+    target = target or Target("cpu")
+    predicted = [predict(sch.func, target).seconds for sch, _ in drawn]
+    measured = measure_interleaved([sch.func for sch, _ in drawn], rounds=rounds)
+    samples = []
+    for (_, text), pred, meas in zip(drawn, predicted, measured, strict=True):
+        samples.append(Sample(name, text, pred, meas))
+        log(f"  {name} #{len(samples):3d}: predicted {pred * 1e3:9.3f} ms, "
+            f"measured {meas * 1e3:9.3f} ms  {text}")  # fmt: skip
     return samples
 
 

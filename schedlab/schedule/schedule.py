@@ -108,6 +108,15 @@ class Schedule:
         ]
 
     @property
+    def undone(self) -> list[Step]:
+        """The versions `redo` would bring back, next first (empty after a new primitive)."""
+        return [
+            Step(i, v.instruction, v.state.mod, v.trace)
+            for i, v in enumerate(self._versions)
+            if i > self._cursor
+        ]
+
+    @property
     def seed(self) -> int:
         return self._current.rng_state
 

@@ -124,12 +124,19 @@ class ExplorerModel:
     def load_onnx(self, model_or_path, shape_dict: dict | None = None) -> None:
         """Import an ONNX model (ModelProto, path or bytes), legalize and fuse it (the "zero"
         pipeline) and list its PrimFuncs; the graph stays available for the pipeline view."""
-        from schedlab import relax
         from schedlab.relax.frontend.onnx import from_onnx
 
-        graph = from_onnx(model_or_path, shape_dict)
+        self.load_graph(from_onnx(model_or_path, shape_dict), "ONNX model")
+
+    def load_graph(self, graph: IRModule, source: str = "graph module") -> None:
+        """Open a graph-level (Relax) module: legalize and fuse it (the "zero" pipeline) and
+        list its PrimFuncs; the graph stays available for the pipeline view."""
+        from schedlab import relax
+
+        if not isinstance(graph, IRModule):
+            raise TypeError(f"load_graph: expected an IRModule, got {type(graph).__name__}")
         lowered = relax.get_pipeline("zero")(graph)
-        self._load(lowered, "ONNX model")
+        self._load(lowered, source)
         self.graph_module = graph
 
     def _load(self, mod: IRModule, source: str) -> None:
@@ -329,6 +336,11 @@ class ExplorerModel:
         while len(sch.history) > start:  # only look-ups were left: stay where we were
             sch.undo()
         return False
+
+    @property
+    def can_redo(self) -> bool:
+        """Whether `redo` has a step (not only look-ups) to bring back."""
+        return any(not _is_pure_step(step) for step in self.schedule.undone)
 
     def _changed(self) -> None:
         self._revalidate_selection()

@@ -1,0 +1,97 @@
+"""The standalone web app: `schedlab serve [--port 5006] [--address 127.0.0.1]` (Panel).
+
+A thin shell: each browser session gets its own ExplorerSession (so sessions never share a
+schedule), rendered by the shared ESM component plus a Bokeh latency chart. Every script and
+stylesheet is served by the Panel server itself; the page makes no request off the machine.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from .component import ESM_PATH, stylesheet, ui_import_error
+from .model import ExplorerModel
+from .session import DEFAULT_WORKLOAD, ExplorerSession
+
+try:
+    import panel as pn
+    import param
+    from panel.custom import AnyWidgetComponent
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise ui_import_error(_err, "schedlab serve") from None
+
+
+class ExplorerComponent(AnyWidgetComponent):
+    """The ESM component inside Panel: `state` in, `action` out (see docs/explorer.md)."""
+
+    _esm = ESM_PATH
+    state = param.Dict(default={})
+    action = param.Dict(default={})
+
+
+def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | None = None,
+              target: str = "cpu") -> pn.viewable.Viewable:  # fmt: skip
+    """One session's page: a fresh model, the component and the latency chart."""
+    from .views import plots
+
+    model = ExplorerModel(target=target)
+    session = ExplorerSession(model)
+    if onnx_path:
+        model.load_onnx(onnx_path)
+    else:
+        name, sizes = workload
+        model.load_workload(name, **sizes)
+    component = ExplorerComponent(state=session.state(), stylesheets=[stylesheet()],
+                                  sizing_mode="stretch_width", min_height=760)  # fmt: skip
+    figure, source = plots.latency_figure()
+    plots.update_latency(source, component.state["latency"])
+    chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
+
+    def show(state: dict) -> None:
+        component.state = state
+        plots.update_latency(source, state["latency"])
+
+    def on_action(event) -> None:
+        show(session.handle(event.new))
+
+    component.param.watch(on_action, "action")
+    doc = pn.state.curdoc
+    if doc is not None:
+        # a finished measurement arrives on a worker thread: hand it to the session's event loop
+        session.on_update = lambda: doc.add_next_tick_callback(
+            partial(lambda: show(session.state()))
+        )
+        doc.on_session_destroyed(lambda _ctx: session.close())
+    header = pn.pane.HTML(
+        '<div class="sl-app-header"><b>schedlab explorer</b> — apply schedule primitives, '
+        "watch the code and the latency change</div>",
+        sizing_mode="stretch_width",
+        stylesheets=[_HEADER_CSS],
+    )
+    page = pn.Column(header, component, chart, sizing_mode="stretch_width")
+    page.session = session  # for tests and the benchmark (server-side introspection)
+    return page
+
+
+_HEADER_CSS = """
+.sl-app-header { font: 600 18px system-ui, sans-serif; padding: 8px 12px; color: #fff;
+  background: #2f3e56; border-radius: 6px; }
+.sl-app-header b { margin-right: .5em; }
+"""
+
+
+def serve(port: int = 5006, address: str = "127.0.0.1", workload: tuple[str, dict] =
+          DEFAULT_WORKLOAD, onnx_path: str | None = None, show: bool = False,
+          threaded: bool = False):  # fmt: skip
+    """Start the Panel server (blocking unless `threaded`); returns the server."""
+    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    return pn.serve(
+        partial(build_app, workload, onnx_path),
+        port=port,
+        address=address,
+        show=show,
+        title="schedlab explorer",
+        websocket_origin=origins,
+        threaded=threaded,
+        print_url=True,
+    )
