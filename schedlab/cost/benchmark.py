@@ -1,6 +1,9 @@
 """`schedlab bench-cost`: random legal schedules of gemm and conv2d, each predicted by the cost
-model and measured (compiled, `Kernel.benchmark`, min of a few repeats); prints the Spearman
-rank correlation of predicted and measured latency per workload and overall."""
+model and measured (compiled, then timed in interleaved rounds: `measure_interleaved`); prints
+the Spearman rank correlation of predicted and measured latency per workload and overall.
+
+`OMP_NUM_THREADS=1 schedlab bench-cost` measures (and predicts) single-threaded kernels, which
+rank more stably on a machine shared with other work."""
 
 from __future__ import annotations
 
@@ -22,6 +25,11 @@ SIZES = {
     "conv2d_nchw": {"N": 1, "CI": 32, "H": 28, "W": 28, "CO": 32, "kernel": 3},
 }
 BLOCKS = {"gemm": "C", "conv2d_nchw": "conv2d_nchw"}
+# The model's constants were tuned on the schedules of seeds 1-6 only (measured with
+# OMP_NUM_THREADS=1, and seeds 1-3 also with every core); seeds 0 (the default), 7 and 8 are
+# held out: report the correlation on those, never tune on them.
+TUNING_SEEDS = (1, 2, 3, 4, 5, 6)
+HELD_OUT_SEEDS = (0, 7, 8)
 
 
 @dataclass(frozen=True)
@@ -113,14 +121,32 @@ def measure_interleaved(funcs, rounds: int = 9, min_repeat_ms: float = 5.0,
 
 
 def available_cores() -> int:
-    """Cores the kernels' OpenMP threads get: CPU affinity, capped by OMP_NUM_THREADS when set,
-    minus the cores busy with other work now (1-minute load average), at least one."""
-    total = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    total = total or 1
+    """Cores the kernels' OpenMP threads get: CPU affinity minus the cores other work keeps busy
+    now (the 1-minute load average less this process's own part of it), capped by
+    OMP_NUM_THREADS when set, at least one."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    free = round(cpus - max(0.0, os.getloadavg()[0] - _own_load()))
     threads = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if threads.isdigit() and int(threads) > 0:
-        total = min(total, int(threads))
-    return max(1, min(total, round(len(os.sched_getaffinity(0)) - os.getloadavg()[0])))
+        free = min(free, int(threads))
+    return max(1, min(cpus, free))
+
+
+def _own_load() -> float:
+    """This process's part of the 1-minute load average: the share of its life it ran, weighted
+    as the kernel's exponential average weighs it (Linux /proc; 0 elsewhere). Without it the
+    benchmark counts its own work before the measurements as another program's."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+            age = float(uptime.read().split()[0]) - started
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    if age <= 0:
+        return 0.0
+    busy = min(1.0, time.process_time() / age)
+    return busy * (1.0 - math.exp(-age / 60.0))
 
 
 def draw_schedules(name: str, count: int, rng: random.Random) -> list[tuple[Schedule, str]]:

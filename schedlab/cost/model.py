@@ -3,11 +3,14 @@ each memory level, computed per block from loop-nest footprints.
 
 For every leaf block (see `nest.py`) and every loop level L, the footprint of each buffer under L
 is the bounding box its indices span over the loops inside L, counted in cache lines. A cache of
-capacity C holds the nest below the outermost level whose total footprint fits in C; the traffic
-into that cache is that footprint times the trips of the loops outside it. Compute time uses the
-vector lanes actually used (explicit `vectorize`, or a loop the C compiler can auto-vectorize),
-the FMA latency chain of the innermost reduction (independent accumulators = spatial iterations
-inside it) and the cores used by `parallel` loops (with load imbalance)."""
+capacity C holds the nest below the outermost level whose total footprint fits in C (for the L1,
+rows a power-of-two pitch apart count for the few sets they map to); the traffic into that cache
+is that footprint times the trips of the loops outside it. Compute time follows the C back end as
+gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`, or the loop gcc
+auto-vectorizes after unrolling short inner loops, remainders included), and the latency of the
+reduction chains, which run through memory (the block's init is a conditional store inside the
+loop), overlapped as far as the out-of-order window sees independent outputs; and the cores used
+by `parallel` loops (with load imbalance)."""
 
 from __future__ import annotations
 
@@ -18,19 +21,25 @@ from schedlab.ir import expr as E
 
 from .nest import Access, Nest
 
-OOO_WINDOW_ITERS = 48  # loop iterations the out-of-order window holds (~256 uops / ~5 each)
+# loop iterations whose dependence chains the core overlaps: the scheduler queues, not the
+# ~300-entry reorder buffer, fill first when every iteration waits on the one before
+OOO_WINDOW_ITERS = 32
+STRAIGHT_LINE_WINDOW = 2.0  # ... and how many times more when the inner loop is unrolled away
 AUTO_UNROLL_EXTENT = 16  # gcc -O3 peels constant loops up to about this many trips ...
 AUTO_UNROLL_BODY = 64  # ... while the unrolled body stays about this small
 FMA_LATENCY = 4  # cycles between dependent FMAs (typical of x86 cores)
-LDST_PER_CYCLE = 3  # vector loads + stores issued per cycle per core (2 loads, 1 store)
+VECTOR_FORWARD_CYCLES = 8  # a vector store forwarded to the next load of the same address
+LDST_PER_CYCLE = 2  # vector loads + stores per cycle per core (512-bit ones take two 256-bit slots)
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 32.0, "L3": 16.0}
+L1_WAYS = 8  # associativity of the L1 data cache (8 on current x86 and Arm cores)
 LOOP_OVERHEAD_CYCLES = 0.0  # per trip of the innermost loop: no visible cost in bench-cost
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
-AUTO_PEEL_EXTENT = 4  # gcc peels innermost constant loops this short before vectorizing
-AUTO_PEEL_BODY = 64
-AUTOVEC_DEPTH = 1  # loops gcc tries to vectorize (1: only the innermost left after peeling)
-AUTOVEC_EFFICIENCY = 0.5  # auto-vectorized loops: remainder handling, unknown aliasing
+AUTO_PEEL_EXTENT = 4  # gcc unrolls innermost constant loops this short before vectorizing
+AUTO_PEEL_BODY = 16  # ... while the unrolled body stays this small (gcc limits peeled size)
+# gcc's cost model still vectorizes a loop whose store moves by a short constant stride (a
+# small image row) with element inserts, but not one that jumps whole rows of a big matrix
+AUTOVEC_MAX_STORE_STRIDE = 32
 
 
 def eval_int(node, env: dict) -> int:
@@ -71,6 +80,7 @@ class AccessShape:
     access: Access
     spread: list[list[int]]  # spread[loop][dim]: how far the index moves over the loop
     inner_stride: list[int]  # stride along the last dimension when the loop steps by one
+    linear_stride: list[int]  # elements the flattened address moves when the loop steps by one
     shape: tuple[int, ...]
     elem_bytes: int
 
@@ -79,26 +89,30 @@ def analyze_access(access: Access, nest: Nest) -> AccessShape:
     """Spread of each index over each loop (finite differences: affine forms are exact, floordiv
     and floormod from `fuse` are caught by evaluating at the loop's last iteration)."""
     base = [eval_int(i, {}) for i in access.indices]
-    spread, stride = [], []
+    spread, stride, linear = [], [], []
+    shape = tuple(_const(s) for s in access.buffer.shape)
+    row = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
     for loop in nest.loops:
         one = [eval_int(i, {loop.var: 1}) for i in access.indices]
         last = [eval_int(i, {loop.var: loop.extent - 1}) for i in access.indices]
         spread.append([max(abs(o - b) * (loop.extent - 1), abs(z - b))
                        for o, b, z in zip(one, base, last, strict=True)])  # fmt: skip
         stride.append(abs(one[-1] - base[-1]) if base else 0)
+        linear.append(abs(sum((o - b) * r for o, b, r in zip(one, base, row, strict=True))))
         if any(one[d] != base[d] for d in range(len(base) - 1)):
             stride[-1] = max(stride[-1], 1 << 20)  # moves an outer dim: not contiguous
-    shape = tuple(_const(s) for s in access.buffer.shape)
-    return AccessShape(access, spread, stride, shape, max(1, access.buffer.dtype.bits // 8))
+    bits = max(1, access.buffer.dtype.bits // 8)
+    return AccessShape(access, spread, stride, linear, shape, bits)
 
 
 def _const(value) -> int:
     return int(value.value) if isinstance(value, E.IntImm) else 1 << 30
 
 
-def footprints(shapes: list[AccessShape], nest: Nest, line: int) -> list[float]:
+def footprints(shapes: list[AccessShape], nest: Nest, line: int, set_span: int = 0) -> list[float]:
     """Bytes (whole cache lines) touched below each loop level; index len(loops) = one iteration.
-    Accesses to one buffer are merged (the largest box)."""
+    Accesses to one buffer are merged (the largest box). With `set_span` (cache bytes / ways),
+    the bytes are what the box costs that cache: see `_conflict_factor`."""
     n = len(nest.loops)
     result = []
     for level in range(n + 1):
@@ -108,18 +122,38 @@ def footprints(shapes: list[AccessShape], nest: Nest, line: int) -> list[float]:
             dims = [min(v, cap) for v, cap in zip(dims, sh.shape, strict=True)] or [1]
             lines = math.ceil(dims[-1] * sh.elem_bytes / line)
             size = lines * line * math.prod(dims[:-1])
+            if set_span:
+                size *= _conflict_factor(dims, sh, line, set_span)
             key = id(sh.access.buffer)
             per_buffer[key] = max(per_buffer.get(key, 0.0), size)
         result.append(sum(per_buffer.values()))
     return result
 
 
-def level_traffic(fp: list[float], nest: Nest, capacity: float) -> tuple[float, int]:
-    """Bytes moved into a cache of `capacity`. Let L be the outermost level whose footprint fits:
-    one iteration of the loop just outside it reuses everything it touches, so that loop's whole
-    footprint is loaded once per trip of the loops outside it. Returns (bytes, L)."""
+def _conflict_factor(dims: list[int], sh: AccessShape, line: int, set_span: int) -> float:
+    """How much more of a set-associative cache a box takes than its size: rows a power-of-two
+    pitch apart (a column of a 256-float matrix: 1 KiB) map to few sets, and only `ways` of
+    them fit per set. R rows over D distinct set offsets fit iff R / D <= ways, which is the
+    capacity test on the box inflated by (sets / D)."""
+    outer = [d for d in range(len(dims) - 1) if dims[d] > 1]
+    if not outer:
+        return 1.0
+    d = outer[-1]
+    pitch = math.prod(sh.shape[d + 1 :]) * sh.elem_bytes
+    distinct = set_span // math.gcd(pitch, set_span)
+    rows, sets = dims[d], set_span // line
+    return max(1.0, min(rows, sets) / distinct) if rows > distinct else 1.0
+
+
+def level_traffic(fp: list[float], nest: Nest, capacity: float,
+                  fit: list[float] | None = None) -> tuple[float, int]:  # fmt: skip
+    """Bytes moved into a cache of `capacity`. Let L be the outermost level whose footprint fits
+    (`fit`: the footprints as that cache holds them, default `fp`): one iteration of the loop
+    just outside it reuses everything it touches, so that loop's whole footprint is loaded once
+    per trip of the loops outside it. Returns (bytes, L)."""
+    fit = fit or fp
     for level in range(len(fp)):
-        if fp[level] <= capacity:
+        if fit[level] <= capacity:
             streamed = max(0, level - 1)
             outer = math.prod(lp.extent for lp in nest.loops[:streamed])
             return fp[streamed] * outer, level

@@ -27,13 +27,14 @@ class NestPrediction:
     iterations: int
     cores_used: int
     parallel_imbalance: float
-    vector_lanes: int
+    vector_lanes: int  # width of the widest vector instruction the block uses (1: scalar)
     vectorization: str  # "explicit", "auto" or "none"
     ilp: float  # independent accumulators of the innermost reduction (vector ops)
     bytes_moved: dict[str, float]  # bytes per memory level (L2->L1, L3->L2, DRAM->L3)
     fits_at_loop: dict[str, str]  # per cache: the outermost loop whose footprint fits
     load_store_ops: float
     footprint_per_loop: list[tuple[str, float]]  # (loop, bytes touched below it)
+    vector_fill: float = 1.0  # elements per vector instruction, remainders included
 
 
 @dataclass
@@ -116,33 +117,75 @@ def _dtype(name: str) -> str:
     )
 
 
-def _lanes(nest: Nest, shapes, target: Target) -> tuple[int, str, int]:
-    """Vector lanes, how they come about, and the loop that carries them. Explicit: a vectorized
-    innermost loop. Auto: gcc vectorizes the innermost loop that is not unrolled away (small
-    constant loops inside it become its body) when every access is contiguous or invariant
-    along it and the store moves with it."""
+def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
+    """Vector lanes (average elements per vector instruction), how they come about, and the loop
+    that carries them, as gcc -O3 emits the C: an explicitly vectorized innermost loop (`omp
+    simd`), else the innermost loop left after gcc unrolled the short constant loops (and the
+    ones the schedule unrolls) inside it, when it is spatial and its store is contiguous (or
+    moves by a short stride with nothing unrolled inside). A loop of n elements takes
+    full vectors then power-of-two remainders (14 floats with 8 lanes: 8 + 4 + 2)."""
     if not nest.loops:
-        return 1, "none", -1
+        return 1.0, "none", -1
     bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
     width = max(1, target.simd_width // bits) if not target.is_gpu else 1
-    inner = nest.loops[-1]
-    if inner.kind == ForKind.VECTORIZED:
-        return max(1, min(width, inner.extent)), "explicit", len(nest.loops) - 1
-    # gcc first peels small constant innermost loops completely, then vectorizes the innermost
-    # loop left (the peeled ones become its body), or in a 2-deep nest the outer loop
-    first, body = len(nest.loops) - 1, 1
-    while first > 0 and _peeled(nest.loops[first], body):
-        body *= nest.loops[first].extent
-        first -= 1
-    for cand in range(first, max(-1, first - M.AUTOVEC_DEPTH), -1):
-        loop = nest.loops[cand]
-        if loop.reduce or loop.extent < 4:
-            continue
-        strides = [sh.inner_stride[cand] for sh in shapes]
-        store_moves = any(sh.access.write and sh.inner_stride[cand] == 1 for sh in shapes)
-        if store_moves and all(st in (0, 1) for st in strides):
-            return max(1, min(width, loop.extent)), "auto", cand
-    return 1, "none", -1
+    last = len(nest.loops) - 1
+    if nest.loops[last].kind == ForKind.VECTORIZED:
+        return _vector_fill(nest.loops[last].extent, width), "explicit", last
+    cand, body = last, 1
+    while cand >= 0 and (
+        nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
+    ):
+        body *= nest.loops[cand].extent
+        cand -= 1
+    # the unrolled loops inside may store a dense group of g neighbours (j_1 unrolled by 4):
+    # gcc packs the group (SLP) and vectorizes the loop around it when that moves by g
+    writes = [sh for sh in shapes if sh.access.write]
+    group = min((_store_group(sh, nest, cand + 1) for sh in writes), default=(1, -1))
+    outer_ok = cand >= 0 and not nest.loops[cand].reduce
+    outer_ok = outer_ok and nest.loops[cand].kind != ForKind.UNROLLED
+    if outer_ok and writes:
+        stores = [sh.linear_stride[cand] for sh in writes]
+        if group[0] > 1 and all(st == group[0] for st in stores):
+            return _vector_fill(nest.loops[cand].extent * group[0], width), "auto", group[1]
+        contiguous = all(st == 1 for st in stores)
+        short = body == 1 and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
+        if (contiguous or short) and nest.loops[cand].extent >= 4:
+            return _vector_fill(nest.loops[cand].extent, width), "auto", cand
+    return 1.0, "none", -1
+
+
+def _store_group(sh, nest: Nest, first: int) -> tuple[int, int]:
+    """(g, loop): the elements a store covers densely over the loops from `first` inward
+    (strides 1, e1, e1*e2, ... for extents e1, e2, ...), and the loop of stride 1."""
+    moving = sorted(
+        (sh.linear_stride[j], nest.loops[j].extent, j)
+        for j in range(first, len(nest.loops))
+        if sh.linear_stride[j]
+    )
+    group, unit = 1, -1
+    for stride, extent, j in moving:
+        if stride != group:
+            return (group, unit) if group > 1 else (1, -1)
+        unit = j if stride == 1 else unit
+        group *= extent
+    return (group, unit) if group > 1 else (1, -1)
+
+
+def _widest_vector(fill: float, vloop: int, nest: Nest, target: Target) -> int:
+    """The widest vector a vectorized loop uses: its full width, or the largest power of two
+    not above the elements it covers."""
+    if fill <= 1.0 or vloop < 0:
+        return 1
+    bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+    width = max(1, target.simd_width // bits)
+    return min(width, 1 << (math.ceil(fill) - 1).bit_length()) if fill < width else width
+
+
+def _vector_fill(extent: int, width: int) -> float:
+    """Elements per vector instruction over a loop of `extent`: full vectors of `width`, then
+    one vector per set bit of the remainder."""
+    ops = extent // width + bin(extent % width).count("1")
+    return extent / max(1, ops)
 
 
 def _peeled(loop, body: int) -> bool:
@@ -170,9 +213,11 @@ def _register_tile(nest: Nest) -> int:
     return max(0, start)
 
 
-def _ldst_ops(nest: Nest, shapes, lanes: int, vloop: int, iters: int) -> float:
+def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int) -> float:
     """Load/store instructions: accesses invariant in a register-tile loop are hoisted into
-    registers; contiguous accesses along the vector loop move `lanes` elements at once."""
+    registers, and loads gcc hoists out of the innermost loops their address does not move in
+    (the arguments are `restrict`); contiguous accesses along the vector loop move `lanes`
+    elements at once."""
     tile = _register_tile(nest)
     total = 0.0
     for sh in shapes:
@@ -180,24 +225,57 @@ def _ldst_ops(nest: Nest, shapes, lanes: int, vloop: int, iters: int) -> float:
         for j in range(tile, len(nest.loops)):
             if not any(sh.spread[j]):
                 reuse *= nest.loops[j].extent
-        vec = lanes if vloop >= 0 and sh.inner_stride[vloop] == 1 else 1
+        if not sh.access.write:
+            hoisted = 1
+            for j in range(len(nest.loops) - 1, -1, -1):
+                if any(sh.spread[j]):
+                    break
+                hoisted *= nest.loops[j].extent
+            reuse = max(reuse, hoisted)
+        vec = lanes if vloop >= 0 and sh.linear_stride[vloop] == 1 else 1
         total += iters / reuse / vec
     return total
 
 
-def _ilp(nest: Nest, lanes: int) -> float:
-    """Independent accumulator chains the core overlaps (in vector registers): the spatial
-    iterations inside the innermost reduction loop, the spatial loops of the register tile
-    (unrolled together), or more when whole chains fit the out-of-order window."""
-    reduce = [j for j, lp in enumerate(nest.loops) if lp.reduce]
-    if not reduce:
+def _ilp(nest: Nest, lanes: float, vloop: int) -> float:
+    """Independent accumulator chains the core overlaps. The C back end keeps a reduction's
+    accumulator in memory (the block's init is a conditional store inside the loop), so every
+    reduction step waits on the previous one of its output element; the out-of-order window
+    (`OOO_WINDOW_ITERS` vector iterations) overlaps the distinct outputs it sees. Walking out
+    from the innermost loop until the window is full: spatial loops multiply the chains,
+    reduction loops only lengthen them."""
+    if not any(lp.reduce for lp in nest.loops):
         return math.inf
-    inner = math.prod(lp.extent for lp in nest.loops[reduce[-1] + 1 :])
-    start = _register_tile(nest)
-    tile = math.prod(lp.extent for lp in nest.loops[start:] if not lp.reduce)
-    chain = math.prod(lp.extent for lp in nest.loops[start:] if lp.reduce)
-    chain = max(chain, nest.loops[reduce[-1]].extent)
-    return max(1.0, max(inner, tile) / lanes, M.OOO_WINDOW_ITERS / chain)
+    span, chains = 1.0, 1.0
+    window = M.OOO_WINDOW_ITERS * (M.STRAIGHT_LINE_WINDOW if _straight_line(nest) else 1.0)
+    for j in range(len(nest.loops) - 1, -1, -1):
+        loop = nest.loops[j]
+        extent = max(1.0, loop.extent / lanes) if j == vloop else float(loop.extent)
+        if span * extent >= window:
+            if not loop.reduce:
+                chains *= max(1.0, window / span)
+            break
+        span *= extent
+        if not loop.reduce:
+            chains *= extent
+    return chains
+
+
+def _unrolled_reduction(nest: Nest) -> int:
+    """Reduction steps in a row that gcc unrolls completely (innermost reduction loops)."""
+    steps, body = 1, 1
+    for loop in reversed(nest.loops):
+        if not loop.reduce or not (loop.kind == ForKind.UNROLLED or _peeled(loop, body)):
+            break
+        steps, body = steps * loop.extent, body * loop.extent
+    return steps
+
+
+def _straight_line(nest: Nest) -> bool:
+    """Whether the innermost loop is unrolled completely (by the schedule or by gcc): its
+    iterations then carry no loop counter or branch, so the window holds more of them."""
+    last = nest.loops[-1]
+    return last.kind == ForKind.UNROLLED or _peeled(last, 1)
 
 
 def _parallelism(nest: Nest, target: Target) -> tuple[int, float, int]:
@@ -215,15 +293,19 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     shapes = [M.analyze_access(a, nest) for a in nest.accesses]
     iters = math.prod(lp.extent for lp in nest.loops)
     lanes, how, vloop = _lanes(nest, shapes, target)
-    eff_lanes = lanes * (M.AUTOVEC_EFFICIENCY if how == "auto" else 1.0)
+    eff_lanes = lanes
     cores, imbalance, launches = _parallelism(nest, target)
     clock = target.clock_ghz * 1e9
-    ilp = _ilp(nest, lanes)
+    ilp = _ilp(nest, lanes, vloop)
     fma_units = target.attrs.get("fma_units", 1)
-    rate = min(fma_units, ilp / M.FMA_LATENCY) * max(1.0, eff_lanes)  # scalar ops per cycle
+    # a vector accumulator kept in memory waits on a full-width store-to-load forward as well,
+    # except between the steps of a reduction gcc unrolled completely (it forwards them itself)
+    forward = M.VECTOR_FORWARD_CYCLES / _unrolled_reduction(nest) if eff_lanes > 1 else 0.0
+    latency = M.FMA_LATENCY + forward
+    rate = min(fma_units, ilp / latency) * max(1.0, eff_lanes)  # scalar ops per cycle
     instr = max(1, nest.flops_per_iter - nest.fma_per_iter)
     compute = iters * instr / rate / clock / cores
-    ldst = _ldst_ops(nest, shapes, max(1, int(eff_lanes)), vloop, iters)
+    ldst = _ldst_ops(nest, shapes, eff_lanes, vloop, iters)
     tile = _register_tile(nest)
     trips = iters / math.prod(lp.extent for lp in nest.loops[tile + 1 :]) if nest.loops else 1
     terms = {
@@ -236,7 +318,9 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     }
     line = target.attrs.get("cache_line_bytes", 64)
     fp = M.footprints(shapes, nest, line)
-    moved, fits = _memory_terms(nest, fp, target, cores, clock, terms)
+    l1_span = (target.attrs.get("l1d_bytes", 0) or 0) // M.L1_WAYS
+    fp_l1 = M.footprints(shapes, nest, line, l1_span) if l1_span >= line else fp
+    moved, fits = _memory_terms(nest, fp, fp_l1, target, cores, clock, terms)
     bound = max(terms, key=terms.get)
     seconds = terms[bound] * imbalance + launches * M.PARALLEL_LAUNCH_S
     names = [lp.var.name for lp in nest.loops] + ["(one iteration)"]
@@ -250,17 +334,18 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
         iters,
         cores,
         imbalance,
-        lanes,
+        _widest_vector(lanes, vloop, nest, target),
         how,
         ilp if ilp != math.inf else -1.0,
         moved,
         fits,
         ldst,
         list(zip(names, fp, strict=True)),
+        lanes,
     )
 
 
-def _memory_terms(nest, fp, target, cores, clock, terms):
+def _memory_terms(nest, fp, fp_l1, target, cores, clock, terms):
     levels = [
         ("L2->L1", "l1d_bytes", M.LEVEL_BYTES_PER_CYCLE["L2"] * clock * cores),
         ("L3->L2", "l2_bytes", M.LEVEL_BYTES_PER_CYCLE["L3"] * clock * cores),
@@ -272,7 +357,8 @@ def _memory_terms(nest, fp, target, cores, clock, terms):
         capacity = target.attrs.get(attr, 0) or 0
         if name == "DRAM->L3" and capacity:
             capacity = capacity / max(1, target.num_cores) * cores  # a fair share of the L3
-        nbytes, level = M.level_traffic(fp, nest, capacity)
+        fit = fp_l1 if name == "L2->L1" else fp
+        nbytes, level = M.level_traffic(fp, nest, capacity, fit)
         moved[name], fits[name] = nbytes, names[level]
         terms[name] = nbytes / bw
     return moved, fits

@@ -44,12 +44,12 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     component = ExplorerComponent(state=session.state(), stylesheets=[stylesheet()],
                                   sizing_mode="stretch_width", min_height=760)  # fmt: skip
     figure, source = plots.latency_figure()
-    plots.update_latency(source, component.state["latency"])
+    plots.update_latency(source, component.state["latency"], figure)
     chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
 
     def show(state: dict) -> None:
         component.state = state
-        plots.update_latency(source, state["latency"])
+        plots.update_latency(source, state["latency"], figure)
 
     def on_action(event) -> None:
         show(session.handle(event.new))
@@ -85,8 +85,12 @@ def serve(port: int = 5006, address: str = "127.0.0.1", workload: tuple[str, dic
           threaded: bool = False):  # fmt: skip
     """Start the Panel server (blocking unless `threaded`); returns the server."""
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+
+    def session_page():  # a plain function: Panel calls it once per browser session
+        return build_app(workload, onnx_path)
+
     return pn.serve(
-        partial(build_app, workload, onnx_path),
+        session_page,
         port=port,
         address=address,
         show=show,

@@ -35,6 +35,7 @@ CHROMIUM_ARGS = [
 
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>explorer harness</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/explorer.css">
 {highlight}
 </head><body style="margin:0">
@@ -362,7 +363,12 @@ def gemm_state(**overrides) -> dict:
         "block_choices": [{"uid": UID_C, "name": "C"}],
         "palette": copy.deepcopy(LOOP_PALETTE),
         "script": {"html": highlighted(SCRIPT), "lines": dict(SCRIPT_LINES)},
-        "code": {"target": "cpu", "html": highlighted(CODE), "lines": dict(CODE_LINES), "error": ""},
+        "code": {
+            "target": "cpu",
+            "html": highlighted(CODE),
+            "lines": dict(CODE_LINES),
+            "error": "",
+        },
         "prediction": {
             "available": True,
             "seconds": 0.01234,

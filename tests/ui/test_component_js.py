@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,10 @@ def test_form_argument_kinds(explorer):
     explorer.testid("arg-ann_key").fill("pragma_auto_unroll_max_step")
     explorer.testid("arg-ann_val").fill("16")
     explorer.testid("arg-ann_val").press("Enter")
-    assert explorer.last_action()["args"] == {"ann_key": "pragma_auto_unroll_max_step", "ann_val": 16}
+    assert explorer.last_action()["args"] == {
+        "ann_key": "pragma_auto_unroll_max_step",
+        "ann_val": 16,
+    }
     explorer.testid("arg-ann_val").fill("unroll me")
     explorer.testid("apply").click()
     assert explorer.last_action()["args"]["ann_val"] == "unroll me"
@@ -443,12 +447,9 @@ def test_roundtrip_time_is_recorded(explorer):
 
 
 def _has(css_class: str):
-    import re
-
+    """A class-attribute pattern matching one whole class name."""
     return re.compile(rf"(^|\s){re.escape(css_class)}(\s|$)")
 
 
 def _anything():
-    import re
-
     return re.compile(".*")

@@ -77,6 +77,18 @@ function parseInts(text) {
   return { value: out };
 }
 
+// Scroll `container` (not the page, not the notebook around us) so `target` is visible;
+// `third` puts an out-of-view target a third of the way down, which reads better for code.
+function scrollWithin(container, target, third = false) {
+  if (!container || !target) return;
+  const box = container.getBoundingClientRect();
+  const rect = target.getBoundingClientRect();
+  if (rect.top >= box.top && rect.bottom <= box.bottom) return;
+  const delta = third ? rect.top - box.top - box.height / 3 : rect.top < box.top
+    ? rect.top - box.top - 8 : rect.bottom - box.bottom + 8;
+  container.scrollTop += delta;
+}
+
 function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -217,7 +229,12 @@ function render({ model, el }) {
     "div",
     { class: "sl-col sl-left" },
     graphBox,
-    h("div", { class: "sl-card sl-tree-card" }, h("div", { class: "sl-card-title" }, "Loops"), treeBox),
+    h(
+      "div",
+      { class: "sl-card sl-tree-card" },
+      h("div", { class: "sl-card-title" }, "Loops"),
+      treeBox,
+    ),
   );
 
   const paletteBox = h("div", { class: "sl-palette", testid: "palette" });
@@ -357,12 +374,7 @@ function render({ model, el }) {
   });
 
   function scrollToHighlight(pane) {
-    const first = pane?.querySelector(".sl-hl");
-    if (!first || pane.hidden) return;
-    const top = first.offsetTop;
-    if (top < pane.scrollTop || top > pane.scrollTop + pane.clientHeight - 20) {
-      pane.scrollTop = Math.max(0, top - pane.clientHeight / 3);
-    }
+    if (pane && !pane.hidden) scrollWithin(pane, pane.querySelector(".sl-hl"), true);
   }
 
   function highlightLines(pre, wanted) {
@@ -382,7 +394,10 @@ function render({ model, el }) {
     send({ type: "diff", a: Number(diffA.value), b: Number(diffB.value) });
   });
   const diffPre = h("pre", { class: "sl-code sl-diff" });
-  panes.diff.append(h("div", { class: "sl-pane-header" }, "Step", diffA, "→", diffB, diffRun), diffPre);
+  panes.diff.append(
+    h("div", { class: "sl-pane-header" }, "Step", diffA, "→", diffB, diffRun),
+    diffPre,
+  );
 
   const compareA = h("select", { testid: "compare-a", title: "branch A" });
   const compareB = h("select", { testid: "compare-b", title: "branch B" });
@@ -437,7 +452,12 @@ function render({ model, el }) {
       { class: "sl-pane-header" },
       exportJson,
       exportPython,
-      h("label", { class: "sl-file sl-button", title: "Replay a trace JSON" }, "Import…", importInput),
+      h(
+        "label",
+        { class: "sl-file sl-button", title: "Replay a trace JSON" },
+        "Import…",
+        importInput,
+      ),
     ),
     tracePython,
   );
@@ -542,7 +562,8 @@ function render({ model, el }) {
       if (offending.has(node.uid)) classes.push("offending");
       const parts = [];
       if (isLoop) {
-        parts.push(h("span", { class: "sl-kw" }, "for"), h("span", { class: "sl-name" }, node.name));
+        parts.push(h("span", { class: "sl-kw" }, "for"));
+        parts.push(h("span", { class: "sl-name" }, node.name));
         parts.push(h("span", { class: "sl-extent" }, `in ${node.extent}`));
         const badge = KIND_BADGES[node.kind];
         if (badge) {
@@ -552,7 +573,8 @@ function render({ model, el }) {
           parts.push(h("span", { class: "sl-badge sl-badge-thread_binding" }, node.thread));
         }
       } else {
-        parts.push(h("span", { class: "sl-kw" }, "block"), h("span", { class: "sl-name" }, node.name));
+        parts.push(h("span", { class: "sl-kw" }, "block"));
+        parts.push(h("span", { class: "sl-name" }, node.name));
         if (node.iters) parts.push(h("span", { class: "sl-iters" }, node.iters));
       }
       for (const [key, value] of Object.entries(node.annotations || {})) {
@@ -594,7 +616,7 @@ function render({ model, el }) {
     const target = messageChanged
       ? treeBox.querySelector(".sl-node.offending")
       : treeBox.querySelector(".sl-node.selected");
-    target?.scrollIntoView({ block: "nearest" });
+    scrollWithin(treeBox, target);
   }
 
   function renderPalette(s) {
@@ -644,6 +666,10 @@ function render({ model, el }) {
       default:
         return d === null || d === undefined ? "" : String(d);
     }
+  }
+
+  function optional() {
+    return h("em", {}, " (optional)");
   }
 
   function argField(arg, values, s) {
@@ -736,7 +762,7 @@ function render({ model, el }) {
       return h(
         "div",
         { class: `sl-arg${error ? " sl-invalid" : ""}`, title: arg.help || "" },
-        h("span", { class: "sl-arg-name" }, arg.name, arg.required ? "" : h("em", {}, " (optional)")),
+        h("span", { class: "sl-arg-name" }, arg.name, arg.required ? "" : optional()),
         field,
         arg.help ? h("span", { class: "sl-arg-help" }, arg.help) : null,
         error ? h("span", { class: "sl-arg-error" }, error) : null,
@@ -884,31 +910,34 @@ function render({ model, el }) {
       return;
     }
     const width = 300;
-    const height = 90;
+    const height = 64;
     const pad = 6;
-    let lo = Math.min(...values);
-    let hi = Math.max(...values);
+    const [min, max] = [Math.min(...values), Math.max(...values)];
+    let [lo, hi] = [min, max];
     const log = hi / lo > 20;
     const f = (v) => (log ? Math.log10(v) : v);
     [lo, hi] = [f(lo), f(hi)];
     if (hi === lo) [lo, hi] = [lo - 1, hi + 1];
-    const x = (i) => pad + (i * (width - 2 * pad)) / (points.length - 1);
+    const x = (i) => pad + (i * (width - 60 - 2 * pad)) / (points.length - 1);
     const y = (v) => height - pad - ((f(v) - lo) * (height - 2 * pad)) / (hi - lo);
     const path = (key) => {
-      const pts = points.map((p, i) => (p[key] > 0 ? `${x(i).toFixed(1)},${y(p[key]).toFixed(1)}` : null));
-      return pts.filter(Boolean).join(" ");
+      const at = (p, i) => `${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`;
+      return points.map((p, i) => (p[key] > 0 ? at(p, i) : null)).filter(Boolean).join(" ");
     };
     const dots = (key) =>
       points
         .map((p, i) =>
           p[key] > 0
-            ? `<circle class="sl-${key}" cx="${x(i).toFixed(1)}" cy="${y(p[key]).toFixed(1)}" r="3">` +
-              `<title>step ${p.step} ${escapeText(p.label)}: ${formatSeconds(p[key])}</title></circle>`
+            ? `<circle class="sl-${key}" cx="${x(i).toFixed(1)}" ` +
+              `cy="${y(p[key]).toFixed(1)}" r="3"><title>step ${p.step} ` +
+              `${escapeText(p.label)}: ${formatSeconds(p[key])}</title></circle>`
             : "",
         )
         .join("");
     latencyChart.innerHTML =
       `<svg viewBox="0 0 ${width} ${height}" role="img" aria-label="latency per step">` +
+      `<text class="sl-axis" x="${width - 2}" y="10">${formatSeconds(max)}</text>` +
+      `<text class="sl-axis" x="${width - 2}" y="${height - 2}">${formatSeconds(min)}</text>` +
       `<polyline class="sl-predicted" points="${path("predicted")}"/>` +
       `<polyline class="sl-measured" points="${path("measured")}"/>${dots("predicted")}` +
       `${dots("measured")}</svg><div class="sl-legend"><span class="sl-predicted">predicted` +
@@ -948,7 +977,7 @@ function render({ model, el }) {
         return item;
       }),
     );
-    stepsList.querySelector(".current")?.scrollIntoView({ block: "nearest" });
+    scrollWithin(stepsList, stepsList.querySelector(".current"));
     fillSelect(
       branchSelect,
       (s.branches || []).map((b) => ({ value: b, label: b })),
@@ -965,7 +994,10 @@ function render({ model, el }) {
     }
     if (!valid(ui.diffA)) ui.diffA = Math.max(0, (s.current_step ?? 0) - 1);
     if (!valid(ui.diffB)) ui.diffB = s.current_step ?? 0;
-    const options = steps.map((step) => ({ value: step.index, label: `${step.index}: ${step.label}` }));
+    const options = steps.map((step) => ({
+      value: step.index,
+      label: `${step.index}: ${step.label}`,
+    }));
     fillSelect(diffA, options, ui.diffA);
     fillSelect(diffB, options, ui.diffB);
   }
@@ -974,7 +1006,8 @@ function render({ model, el }) {
     if (!s.diff) {
       diffPre.replaceChildren(h("span", { class: "sl-empty" }, "Pick two steps and press Diff."));
     } else if (!s.diff.html) {
-      diffPre.replaceChildren(h("span", { class: "sl-empty" }, "The two steps give the same script."));
+      const same = "The two steps give the same script.";
+      diffPre.replaceChildren(h("span", { class: "sl-empty" }, same));
     } else {
       diffPre.innerHTML = s.diff.html;
     }
@@ -1030,7 +1063,9 @@ function render({ model, el }) {
       const row = h(
         "tr",
         {
-          class: `sl-pass${pass.changed ? " sl-changed" : ""}${i === ui.pipelineRow ? " selected" : ""}`,
+          class: ["sl-pass", pass.changed && "sl-changed", i === ui.pipelineRow && "selected"]
+            .filter(Boolean)
+            .join(" "),
           testid: "pipeline-row",
           tabindex: 0,
         },
@@ -1058,12 +1093,22 @@ function render({ model, el }) {
     );
     const pass = pipeline[ui.pipelineRow];
     if (!pass) {
-      pipelineDetail.replaceChildren(h("div", { class: "sl-empty" }, "Click a pass to see its input and output."));
+      const hint = "Click a pass to see its input and output.";
+      pipelineDetail.replaceChildren(h("div", { class: "sl-empty" }, hint));
       return;
     }
     pipelineDetail.replaceChildren(
-      h("div", { class: "sl-side" }, h("div", { class: "sl-side-title" }, `before ${pass.name}`), h("pre", { text: pass.before })),
-      h("div", { class: "sl-side" }, h("div", { class: "sl-side-title" }, `after ${pass.name}`), h("pre", { text: pass.after })),
+      side(`before ${pass.name}`, pass.before),
+      side(`after ${pass.name}`, pass.after),
+    );
+  }
+
+  function side(title, text) {
+    return h(
+      "div",
+      { class: "sl-side" },
+      h("div", { class: "sl-side-title" }, title),
+      h("pre", { text }),
     );
   }
 
@@ -1081,7 +1126,8 @@ function render({ model, el }) {
     codeHeader.textContent = code.target ? `generated code for ${code.target}` : "";
     codeError.textContent = code.error || "";
     codeError.hidden = !code.error;
-    codePre.innerHTML = code.html || "";
+    if (code.html) codePre.innerHTML = code.html;
+    else codePre.replaceChildren(h("span", { class: "sl-empty" }, "No generated code yet."));
   }
 
   function highlightCode(s) {
@@ -1091,7 +1137,8 @@ function render({ model, el }) {
   }
 
   function renderScript(s) {
-    scriptPre.innerHTML = s.script?.html || "";
+    if (s.script?.html) scriptPre.innerHTML = s.script.html;
+    else scriptPre.replaceChildren(h("span", { class: "sl-empty" }, "No function opened."));
     const mapped = new Set(Object.values(s.script?.lines || {}));
     for (const line of scriptPre.querySelectorAll(".sl-line")) {
       line.classList.toggle("sl-clickable", mapped.has(Number(line.dataset.line)));
@@ -1160,7 +1207,8 @@ function render({ model, el }) {
       renderForm(s);
     }
     if (changed("perf", [s.prediction, s.measurement, s.latency, s.func])) renderPerf(s);
-    if (changed("history", [s.steps, s.current_step, s.can_undo, s.can_redo, s.branches, s.branch])) {
+    const history = [s.steps, s.current_step, s.can_undo, s.can_redo, s.branches, s.branch];
+    if (changed("history", history)) {
       renderHistory(s);
     }
     const codeChanged = changed("code", s.code?.html ?? "");

@@ -139,7 +139,8 @@ class _ModuleGraph:
         name = var.name_hint if var is not None else "value"
         shape = _shape_text(var.struct_info if var is not None else call.struct_info)
         args = call.args
-        prim = args[0].name_hint if call.op == CALL_TIR and args else None
+        callee = args[0] if call.op == CALL_TIR and args else None
+        prim = callee.name_hint if isinstance(callee, X.GlobalVar) else None
         if prim is not None and isinstance(self.mod.get(prim), PrimFunc):
             node = self._node("prim", f"fn:{prim}", f"{prim}\n{shape}",
                               tooltip=f"{name} = call_tir {prim}")  # fmt: skip

@@ -89,8 +89,11 @@ def latency_figure(source=None):
         tooltips=[("step", "@step: @label"), ("predicted", "@predicted_ms{0.000} ms"),
                   ("measured", "@measured_ms{0.000} ms")],
     ))  # fmt: skip
-    figure.xaxis.ticker = models.SingleIntervalTicker(interval=1)  # steps are whole numbers
-    figure.legend.location = "top_right"
+    # Steps are whole numbers: one tick each, none between.
+    figure.xaxis.ticker = models.SingleIntervalTicker(interval=1, num_minor_ticks=0)
+    # Latency usually falls step by step, which leaves the lower left corner free.
+    figure.legend.location = "bottom_left"
+    figure.legend.background_fill_alpha = 0.7
     figure.legend.click_policy = "hide"
     return figure, source
 

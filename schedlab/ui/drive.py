@@ -1,0 +1,125 @@
+"""`ExplorerPage`: the explorer driven as a user drives it, clicks and key strokes in a real
+browser (async Playwright), for the browser tests and `schedlab bench-explorer`.
+
+Every action waits until the page has rendered the state answering it: the component stamps
+the last rendered action number on its root (`data-seq`) and how long that click took to come
+back rendered (`data-roundtrip-ms`, measured in the page with performance.now()).
+"""
+
+from __future__ import annotations
+
+import re
+
+ROOT = '[data-testid="explorer"]'
+
+
+def testid(name: str) -> str:
+    return f'[data-testid="{name}"]'
+
+
+class ExplorerPage:
+    def __init__(self, page, timeout_ms: float = 60_000):
+        self.page = page
+        self.timeout_ms = timeout_ms
+        self.root = page.locator(ROOT)
+
+    async def open(self, url: str) -> ExplorerPage:
+        await self.page.goto(url, wait_until="networkidle", timeout=self.timeout_ms)
+        await self.root.wait_for(state="visible", timeout=self.timeout_ms)
+        await self.by("tree").locator(".sl-node").first.wait_for(timeout=self.timeout_ms)
+        return self
+
+    def by(self, name: str):
+        return self.page.locator(testid(name))
+
+    async def seq(self) -> int:
+        return int(await self.root.get_attribute("data-seq") or 0)
+
+    async def roundtrip_ms(self) -> float:
+        return float(await self.root.get_attribute("data-roundtrip-ms") or "nan")
+
+    async def _after(self, before: int, click) -> float:
+        """Run `click`, wait for the answer to be rendered; its click-to-render time in ms."""
+        await click()
+        await self.page.wait_for_function(
+            """([sel, before]) => {
+                 const find = (root) => {
+                   const hit = root.querySelector(sel);
+                   if (hit) return hit;
+                   for (const el of root.querySelectorAll("*")) {
+                     if (el.shadowRoot) { const f = find(el.shadowRoot); if (f) return f; }
+                   }
+                   return null;
+                 };
+                 const el = find(document);
+                 return el && Number(el.dataset.seq || 0) > before;
+               }""",
+            arg=[ROOT, before],
+            timeout=self.timeout_ms,
+            polling=50,
+        )
+        return await self.roundtrip_ms()
+
+    async def act(self, click) -> float:
+        return await self._after(await self.seq(), click)
+
+    # -- what a user does ------------------------------------------------------------------------
+    def tree_node(self, name: str, kind: str = "loop"):
+        exact = re.compile(f"^{re.escape(name)}$")
+        nodes = self.by("tree").locator(f".sl-node.sl-{kind}")
+        return nodes.filter(has=self.page.locator(".sl-name", has_text=exact)).first
+
+    async def select_loop(self, name: str) -> float:
+        return await self.act(lambda: self.tree_node(name).click())
+
+    async def select_block(self, name: str) -> float:
+        return await self.act(lambda: self.tree_node(name, "block").click())
+
+    async def open_primitive(self, name: str) -> None:
+        form = self.by("primitive-form")
+        if await form.count() and f"{name} on" in (await form.inner_text()):
+            return
+        await self.by(f"prim-{name}").click()
+        await form.wait_for(timeout=self.timeout_ms)
+
+    async def apply(self, name: str, **fields) -> float:
+        """Open primitive `name`, fill its form (text fields by value, selects by label), click
+        Apply; returns the click-to-rendered time in ms."""
+        await self.open_primitive(name)
+        for field, value in fields.items():
+            control = self.by(f"arg-{field}")
+            tag = await control.evaluate("el => el.tagName")
+            if tag == "SELECT":
+                await control.select_option(label=str(value))
+            elif await control.get_attribute("type") == "checkbox":
+                await control.set_checked(bool(value))
+            else:
+                await control.fill(str(value))
+        return await self.act(lambda: self.by("apply").click())
+
+    async def click(self, name: str) -> float:
+        """Click a control that sends an action; wait for its answer to be rendered."""
+        return await self.act(lambda: self.by(name).click())
+
+    async def show_tab(self, name: str) -> None:
+        """Switch the right-hand tabs (a view change: no action is sent)."""
+        await self.by(f"tab-{name}").click()
+
+    async def load_workload(self, name: str, sizes: str) -> float:
+        await self.by("workload-select").select_option(name)
+        await self.by("workload-sizes").fill(sizes)
+        return await self.act(lambda: self.by("load-workload").click())
+
+    async def upload(self, name: str, path) -> float:
+        return await self.act(lambda: self.by(name).set_input_files(str(path)))
+
+    # -- what a user sees ------------------------------------------------------------------------
+    async def text(self, name: str) -> str:
+        return await self.by(name).inner_text()
+
+    async def loop_names(self) -> list[str]:
+        names = self.by("tree").locator(".sl-node.sl-loop .sl-name")
+        return [n.strip() for n in await names.all_inner_texts()]
+
+    async def steps(self) -> list[str]:
+        return [s.strip() for s in await self.by("steps").locator("li").all_inner_texts()]
