@@ -52,8 +52,8 @@ def free_port() -> int:
 class AppServer:
     """`schedlab serve` in a subprocess on a free loopback port; stopped by handle.
 
-        with AppServer(size="M=128,N=128,K=128") as server:
-            page.goto(server.url)
+    with AppServer(size="M=128,N=128,K=128") as server:
+        page.goto(server.url)
     """
 
     def __init__(self, workload: str = "gemm", size: str | None = None, port: int | None = None,

@@ -153,7 +153,9 @@ class Explorer(ipywidgets.VBox):
         found = [c["uid"] for c in self.state["block_choices"] if c["name"] == block]
         if len(found) != 1:
             names = [c["name"] for c in self.state["block_choices"]]
-            raise ValueError(f"block {block!r}: {len(found)} blocks have that name; blocks: {names}")
+            raise ValueError(
+                f"block {block!r}: {len(found)} blocks have that name; blocks: {names}"
+            )
         return found[0]
 
     def _resolve_arg(self, value):
@@ -161,8 +163,10 @@ class Explorer(ipywidgets.VBox):
         names = {c["name"] for c in self.state["loop_choices"]}
         if isinstance(value, str) and value in names:
             return self._loop_uid(value)
-        if isinstance(value, (list, tuple)) and value and all(
-            isinstance(v, str) and v in names for v in value
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, str) and v in names for v in value)
         ):
             return [self._loop_uid(v) for v in value]
         return list(value) if isinstance(value, tuple) else value

@@ -15,7 +15,6 @@ import binascii
 import json
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 
 from schedlab.errors import SchedlabError
 from schedlab.ir.function import IRModule, PrimFunc
@@ -316,8 +315,16 @@ def workload_choices() -> list[dict]:
     choices = []
     for name in workloads.names():
         defaults = workloads.spec(name).defaults
-        choices.append({"name": name, "sizes": {k: v for k, v in defaults.items()
-                                                if isinstance(v, int) and not isinstance(v, bool)}})
+        choices.append(
+            {
+                "name": name,
+                "sizes": {
+                    k: v
+                    for k, v in defaults.items()
+                    if isinstance(v, int) and not isinstance(v, bool)
+                },
+            }
+        )
     return choices
 
 
@@ -426,8 +433,9 @@ def _jsonable(value):
 def _text(node) -> str:
     if node is None:
         return ""
-    return node if isinstance(node, str) else node.script() if hasattr(node, "script") else str(
-        node)
+    return (
+        node if isinstance(node, str) else node.script() if hasattr(node, "script") else str(node)
+    )
 
 
 def _ms(seconds: float) -> str:
