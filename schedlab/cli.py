@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--workload", default="gemm", help="workload opened in each new session")
     serve.add_argument("--size", default=None,
-                       help="its sizes: N, or KEY=VALUE[,KEY=VALUE] (default gemm 1024)")  # fmt: skip
+                       help="its sizes: N or KEY=VALUE[,...] (default gemm 1024)")  # fmt: skip
     serve.add_argument("--model", default=None, help="open this ONNX model instead")
     serve.add_argument("--show", action="store_true", help="open a browser tab")
     return parser

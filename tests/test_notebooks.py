@@ -49,8 +49,10 @@ def test_explorer_notebook_runs_and_saves_the_widget_state(tmp_path):
     assert_no_errors(notebook)
     saved = nbformat.read(out, as_version=4)
     models = saved.metadata["widgets"][WIDGET_STATE]["state"]
-    explorers = [m["state"] for m in models.values() if "state" in m["state"]
-                 and isinstance(m["state"]["state"], dict) and "tree" in m["state"]["state"]]  # fmt: skip
+    explorers = [
+        m["state"] for m in models.values()
+        if isinstance(m["state"].get("state"), dict) and "tree" in m["state"]["state"]
+    ]  # fmt: skip
     assert explorers, "no explorer widget in the saved widget state"
     # the first explorer holds the schedule the notebook built, and its own front-end code
     state = max(explorers, key=lambda m: len(m["state"]["steps"]))

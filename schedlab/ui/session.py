@@ -156,8 +156,9 @@ class ExplorerSession:
         if id(mod) in self._running:
             return
         future = self.model.measure_in_background()
-        self._running[id(mod)] = future
-        future.add_done_callback(lambda f, key=id(mod): self._measured(key))
+        key = id(mod)
+        self._running[key] = future
+        future.add_done_callback(lambda _future: self._measured(key))
 
     def _measured(self, key: int) -> None:
         with self._lock:
@@ -307,7 +308,7 @@ _EMPTY = {
 }  # fmt: skip
 
 
-# -- state pieces ------------------------------------------------------------------------------------
+# -- state pieces ----------------------------------------------------------------------------------
 def workload_choices() -> list[dict]:
     """Registry workloads with their default sizes (integers only: what the picker edits)."""
     from schedlab import workloads
