@@ -7,8 +7,6 @@ stylesheet is served by the Panel server itself; the page makes no request off t
 
 from __future__ import annotations
 
-from functools import partial
-
 from .component import ESM_PATH, stylesheet, ui_import_error
 from .model import ExplorerModel
 from .session import DEFAULT_WORKLOAD, ExplorerSession
@@ -58,9 +56,7 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     doc = pn.state.curdoc
     if doc is not None:
         # a finished measurement arrives on a worker thread: hand it to the session's event loop
-        session.on_update = lambda: doc.add_next_tick_callback(
-            partial(lambda: show(session.state()))
-        )
+        session.on_update = lambda: doc.add_next_tick_callback(lambda: show(session.state()))
         doc.on_session_destroyed(lambda _ctx: session.close())
     header = pn.pane.HTML(
         '<div class="sl-app-header"><b>schedlab explorer</b> — apply schedule primitives, '

@@ -103,8 +103,7 @@ class Explorer(ipywidgets.VBox):
         """Measure the current step in the worker process (waits for the result by default)."""
         state = self.act("measure")
         if wait:
-            for future in list(self.session._running.values()):
-                future.result(timeout=timeout)
+            self.session.wait_for_measurements(timeout)
             self._refresh()
         return self.widget.state if wait else state
 

@@ -396,7 +396,7 @@ class ExplorerModel:
             "scripts": texts,
             "traces": {n: session.branches[n].trace.as_python() for n in (a, b)},
             "predicted": {n: self._predict_mod(session.branches[n].mod) for n in (a, b)},
-            "measured": {n: self._known_measurement(session.branches[n].mod) for n in (a, b)},
+            "measured": {n: self.known_measurement(session.branches[n].mod) for n in (a, b)},
         }
 
     # -- views of a step -------------------------------------------------------------------------
@@ -460,7 +460,8 @@ class ExplorerModel:
         self._emit("measurement", step=index, result=result)
         return result
 
-    def _known_measurement(self, mod: IRModule) -> Measurement | None:
+    def known_measurement(self, mod: IRModule) -> Measurement | None:
+        """The measurement taken of `mod` (a step's module) for the current target, if any."""
         entry = self._measurements.get((id(mod), str(self.target)))
         return None if entry is None else entry[1]
 
@@ -469,7 +470,7 @@ class ExplorerModel:
         points = []
         for info in self.steps():
             predicted = self._predict_mod(info.mod)
-            measured = self._known_measurement(info.mod)
+            measured = self.known_measurement(info.mod)
             points.append(LatencyPoint(
                 info.index, info.label, predicted.seconds,
                 measured.seconds if measured is not None and measured.ok else None,

@@ -15,6 +15,7 @@ import binascii
 import json
 import threading
 from collections.abc import Callable
+from functools import cache
 
 from schedlab.errors import SchedlabError
 from schedlab.ir.function import IRModule, PrimFunc
@@ -58,7 +59,7 @@ class ExplorerSession:
         self._pipeline: list | None = None
         self._running: dict = {}  # id(mod) -> Future of a measurement in progress
         self._lock = threading.RLock()  # actions (UI thread) vs measurement callbacks
-        self._graph_cache: dict = {}
+        self._graph: tuple = (None, "")  # (what it shows, its SVG): rendering costs ms
         self.model.subscribe(self._on_model_event, kinds=("module", "branch", "target"))
 
     # -- actions ---------------------------------------------------------------------------------
@@ -160,6 +161,11 @@ class ExplorerSession:
         self._running[key] = future
         future.add_done_callback(lambda _future: self._measured(key))
 
+    def wait_for_measurements(self, timeout: float | None = None) -> None:
+        """Block until the measurements in progress are done (notebooks, tests)."""
+        for future in list(self._running.values()):
+            future.result(timeout=timeout)
+
     def _measured(self, key: int) -> None:
         with self._lock:
             self._running.pop(key, None)
@@ -187,7 +193,7 @@ class ExplorerSession:
 
     def _on_model_event(self, event) -> None:
         if event.kind == "module":
-            self._graph_cache.clear()
+            self._graph = (None, "")
         self._reset_views()
 
     def _reset_views(self) -> None:
@@ -250,20 +256,17 @@ class ExplorerSession:
         """The model graph for an imported model (clickable functions), else the current
         kernel's block/buffer dataflow (clickable blocks)."""
         m = self.model
-        if any(kind != "PrimFunc" for _name, kind in m.functions()):
-            key = ("module", id(m.module))
-            if key not in self._graph_cache:
-                self._graph_cache = {key: G.module_graph_svg(m.module)}
-            return self._graph_cache[key]
-        key = ("func", id(mod))
-        if key not in self._graph_cache:
-            self._graph_cache = {key: G.primfunc_graph_svg(mod[m.func_name])}
-        return self._graph_cache[key]
+        graph = any(kind != "PrimFunc" for _name, kind in m.functions())
+        shown = m.module if graph else mod
+        if self._graph[0] is not shown:
+            svg = G.module_graph_svg(shown) if graph else G.primfunc_graph_svg(mod[m.func_name])
+            self._graph = (shown, svg)
+        return self._graph[1]
 
     def _measurement_json(self, mod: IRModule) -> dict:
         if id(mod) in self._running:
             return {"status": "running", "text": "measuring..."}
-        known = self.model._known_measurement(mod)
+        known = self.model.known_measurement(mod)
         if known is None:
             return {"status": "none", "text": "not measured"}
         return {"status": "ok" if known.ok else "failed", "text": known.message}
@@ -309,6 +312,7 @@ _EMPTY = {
 
 
 # -- state pieces ----------------------------------------------------------------------------------
+@cache
 def workload_choices() -> list[dict]:
     """Registry workloads with their default sizes (integers only: what the picker edits)."""
     from schedlab import workloads
@@ -432,11 +436,10 @@ def _jsonable(value):
 
 
 def _text(node) -> str:
-    if node is None:
-        return ""
-    return (
-        node if isinstance(node, str) else node.script() if hasattr(node, "script") else str(node)
-    )
+    """A pass record's IR as text."""
+    if node is None or isinstance(node, str):
+        return node or ""
+    return node.script() if hasattr(node, "script") else str(node)
 
 
 def _ms(seconds: float) -> str:
