@@ -1,6 +1,7 @@
 """The `schedlab` command line: `--version`, `demo` (the main job), `bench <workload>`,
 `bench-schedule` (how responsive scheduling is),
-`bench-cost` (cost model vs measurements), `run model.onnx` (import, compile, run, time),
+`bench-cost` (cost model vs measurements), `bench-explorer` (the explorer's apply latency and
+session isolation in a real browser), `run model.onnx` (import, compile, run, time),
 `serve` (the explorer web app)."""
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument("--seed", type=int, default=0, help="seed of the random schedules")
     cost.add_argument("--cores", type=int, default=None, help="cores to predict for "
                       "(default: the cores free at the start, from the load average)")  # fmt: skip
+    explorer = commands.add_parser(
+        "bench-explorer",
+        help="click-to-render time of apply in the web app (real browser) and session isolation",
+    )
+    explorer.add_argument("--rounds", type=int, default=5,
+                          help="rounds of the 6-step gemm walk (default 5: 30 applies)")  # fmt: skip
+    explorer.add_argument("--sessions", type=int, default=10, help="concurrent sessions")
+    explorer.add_argument("--size", default=None, help="gemm sizes (default 1024)")
     _add_run_parser(commands)
     serve = commands.add_parser(
         "serve", help="start the explorer web app (Panel) on a built-in example or your model"
@@ -117,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.cost.benchmark import run_cost_bench
 
             run_cost_bench(count=args.count, seed=args.seed, cores=args.cores)
+        elif args.command == "bench-explorer":
+            from schedlab.ui.bench import run_explorer_bench
+
+            result = run_explorer_bench(rounds=args.rounds, sessions=args.sessions,
+                                        size=args.size)  # fmt: skip
+            return 0 if result.isolated and not result.external_requests else 1
         elif args.command == "serve":
             _serve(args)
         elif args.command == "run":
