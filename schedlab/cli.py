@@ -61,8 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         "bench-explorer",
         help="click-to-render time of apply in the web app (real browser) and session isolation",
     )
-    explorer.add_argument("--rounds", type=int, default=5,
-                          help="rounds of the 6-step gemm walk (default 5: 30 applies)")  # fmt: skip
+    explorer.add_argument(
+        "--rounds", type=int, default=5, help="rounds of the 6-step gemm walk (5: 30 applies)"
+    )
     explorer.add_argument("--sessions", type=int, default=10, help="concurrent sessions")
     explorer.add_argument("--size", default=None, help="gemm sizes (default 1024)")
     _add_run_parser(commands)
