@@ -65,6 +65,10 @@ class NameTable:
                 del self._by_object[key]
                 del self._keepalive[key]
 
+    def taken(self, name: str) -> bool:
+        """Is `name` reserved or visible now?"""
+        return name in self._reserved or name in self._visible
+
     def reserve(self, name: str) -> None:
         """Keep `name` unused for the rest of the function (helper and entry-point names)."""
         self._reserved.add(name)

@@ -16,9 +16,9 @@ from schedlab.transform import verify_lowered
 from ._lowered import Params, build, f32, loop, rand, seq
 
 
-def _symbolic_scratch():
+def _symbolic_scratch(rows: str = "serial"):
     """tmp[n * m] = A * 2 (a symbolic-size scratch buffer), then C = reversed tmp + 1, plus a
-    per-row scratch of `m` floats allocated inside the row loop."""
+    per-row scratch of `m` floats allocated inside the row loop (of kind `rows`)."""
     p = Params()
     n, m = SizeVar("n"), SizeVar("m")
     for name in ("A", "C"):
@@ -35,7 +35,7 @@ def _symbolic_scratch():
         loop(j, m, BufferStore(row, tmp[n * m - 1 - (i * m + j)], (j,))),
         loop(j, m, BufferStore(C, row[m - 1 - j] + f32(1.0), (i * m + j,))),
     ))  # fmt: skip
-    return p.func(Allocate(tmp, seq(fill, loop(i, n, per_row))), "symbolic_scratch")
+    return p.func(Allocate(tmp, seq(fill, loop(i, n, per_row, rows))), "symbolic_scratch")
 
 
 def test_hand_built_symbolic_scratch_matches_interpreter():
@@ -52,6 +52,20 @@ def test_hand_built_symbolic_scratch_matches_interpreter():
         np.testing.assert_allclose(got, want, rtol=1e-6)
         expected = a[::-1] * 2 + 1
         np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_parallel_rows_with_heap_scratch_match_interpreter():
+    """The parallel row loop's body is outlined: it takes the outer scratch pointer and the
+    symbolic sizes, allocates its own row on the heap and reports a failed allocation."""
+    func = _symbolic_scratch(rows="parallel")
+    kernel = build(func)
+    assert "static inline int32_t symbolic_scratch__i_body(int32_t i," in kernel.source
+    assert "#pragma omp atomic write" in kernel.source
+    for rows, cols in ((3, 5), (17, 33)):
+        a = rand((rows, cols), seed=rows)
+        got = np.zeros_like(a)
+        kernel(a, got)
+        np.testing.assert_allclose(got, a[::-1] * 2 + 1, rtol=1e-6)
 
 
 def test_constant_scratch_stays_on_the_stack():

@@ -47,6 +47,7 @@ class CpuRenderer(CFamilyRenderer):
     defines = ("_POSIX_C_SOURCE 200809L",)
     preamble = _NOIPA
     kernel_prefix = "SL_KERNEL "
+    outline_parallel_body = True
 
     @property
     def native_vector_bits(self) -> int:
