@@ -190,7 +190,11 @@ def run_cost_bench(count: int = 50, seed: int = 0, workload_names=None, log=prin
     rng = random.Random(seed)
     target = Target("cpu")
     free = cores or available_cores()
-    log(f"predicting for {free} of {target.num_cores} cores (free now; --cores to override)")
+    # the kernels run on as many threads as the model predicts for (OpenMP reads this when the
+    # first kernel loads); an OMP_NUM_THREADS set by the caller wins
+    os.environ.setdefault("OMP_NUM_THREADS", str(free))
+    log(f"predicting for {free} of {target.num_cores} cores (free now; --cores to override), "
+        f"kernels on OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} threads")  # fmt: skip
     target = Target(target, num_cores=free)
     start = time.perf_counter()
     all_samples: list[Sample] = []

@@ -129,8 +129,13 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
     width = max(1, target.simd_width // bits) if not target.is_gpu else 1
     last = len(nest.loops) - 1
+    writes = [sh for sh in shapes if sh.access.write]
     if nest.loops[last].kind == ForKind.VECTORIZED:
-        return _vector_fill(nest.loops[last].extent, width), "explicit", last
+        # `omp simd` packs lanes only when the stores along the loop are contiguous; across
+        # rows (a column of C) gcc leaves the loop scalar
+        if all(sh.linear_stride[last] == 1 for sh in writes):
+            return _vector_fill(nest.loops[last].extent, width), "explicit", last
+        return 1.0, "none", -1
     cand, body = last, 1
     while cand >= 0 and (
         nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
@@ -139,7 +144,6 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
         cand -= 1
     # the unrolled loops inside may store a dense group of g neighbours (j_1 unrolled by 4):
     # gcc packs the group (SLP) and vectorizes the loop around it when that moves by g
-    writes = [sh for sh in shapes if sh.access.write]
     group = min((_store_group(sh, nest, cand + 1) for sh in writes), default=(1, -1))
     outer_ok = cand >= 0 and not nest.loops[cand].reduce
     outer_ok = outer_ok and nest.loops[cand].kind != ForKind.UNROLLED

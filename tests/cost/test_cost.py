@@ -151,7 +151,9 @@ def test_contiguous_vector_loop_beats_strided_one():
         return predict(sch.func, TARGET)
 
     contiguous, strided = vectorized("j"), vectorized("i")
-    assert contiguous.nests[0].vectorization == strided.nests[0].vectorization == "explicit"
+    assert contiguous.nests[0].vectorization == "explicit"
+    # `omp simd` over a column of C: gcc -fopt-info-vec reports no vectorized loop there
+    assert strided.nests[0].vectorization == "none" and strided.nests[0].vector_lanes == 1
     assert contiguous.seconds < strided.seconds
 
 
