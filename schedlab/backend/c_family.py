@@ -190,7 +190,7 @@ class CFamilyRenderer(CExprMixin):
         return lines + ([""] + extra if extra else []), info
 
     def _declare_params(self, func: PrimFunc) -> tuple[CParam, ...]:
-        usage = _Usage(func)
+        usage = _function_usage(func)
         params: list[CParam] = []
         for var in func.params:
             buffer = func.buffer_map.get(var)
@@ -205,7 +205,7 @@ class CFamilyRenderer(CExprMixin):
                 role = "handle" if var.dtype.is_handle else "scalar"
                 params.append(CParam(self.names.declare(var, var.name), role, var, var.dtype))
             self._note_nonneg_param(var)
-        for var in usage.free_vars(func):
+        for var in usage.vars:
             self._nonneg.add(id(var))  # symbolic sizes bound from array shapes are >= 0
             params.append(CParam(self.names.declare(var, var.name), "shape", var, var.dtype))
         return tuple(params)
@@ -602,14 +602,16 @@ def _with_helpers(lines: list[str], spans: dict[int, LoopSpan], helpers) -> tupl
 
 
 class _FreeVars(Visitor):
-    """The variables a statement uses without binding them (in order of first use; buffers
-    by their data variable), and the buffers it stores to or hands to a call."""
+    """The variables some IR uses without binding them (in order of first use; buffers by
+    their data variable, allocation sizes included), and the buffers it stores to or hands
+    to a call. For a function: its symbolic sizes; for an outlined loop body: its inputs."""
 
-    def __init__(self, body: S.Stmt):
+    def __init__(self, *nodes, bound=()):
         self.used: dict[int, E.Var] = {}
-        self.bound: set[int] = set()
+        self.bound: set[int] = set(bound)
         self.stored: set[int] = set()
-        self.visit(body)
+        for node in nodes:
+            self.visit(node)
         self.vars = [v for key, v in self.used.items() if key not in self.bound]
 
     def _buffer(self, node) -> None:
@@ -644,44 +646,6 @@ class _FreeVars(Visitor):
 
     def visit_Allocate(self, node):
         self.bound.add(id(node.buffer.data))
-        self.generic_visit(node)
-
-    def visit_Var(self, node):
-        self.used.setdefault(id(node), node)
-
-
-class _Usage(Visitor):
-    """Which buffers a function stores to, and which variables it uses without binding them
-    (symbolic sizes: they become entry-point parameters)."""
-
-    def __init__(self, func: PrimFunc):
-        self.stored: set[int] = set()
-        self.bound: set[int] = {id(p) for p in func.params}
-        self.bound |= {id(b.data) for b in func.buffer_map.values()}
-        self.used: dict[int, E.Var] = {}
-        for buffer in func.buffer_map.values():
-            for extent in buffer.shape:
-                self.visit(extent)
-        self.visit(func.body)
-
-    def visit_BufferStore(self, node):
-        self.stored.add(id(node.buffer.data))
-        self.generic_visit(node)
-
-    def visit_For(self, node):
-        self.bound.add(id(node.loop_var))
-        self.generic_visit(node)
-
-    def visit_LetStmt(self, node):
-        self.bound.add(id(node.var))
-        self.generic_visit(node)
-
-    def visit_Let(self, node):
-        self.bound.add(id(node.var))
-        self.generic_visit(node)
-
-    def visit_Allocate(self, node):
-        self.bound.add(id(node.buffer.data))
         for extent in node.buffer.shape:
             self.visit(extent)
         self.generic_visit(node)
@@ -689,5 +653,10 @@ class _Usage(Visitor):
     def visit_Var(self, node):
         self.used.setdefault(id(node), node)
 
-    def free_vars(self, func: PrimFunc) -> list[E.Var]:
-        return [v for key, v in self.used.items() if key not in self.bound]
+
+def _function_usage(func: PrimFunc) -> _FreeVars:
+    """What a function stores to, and its free variables: the symbolic sizes that become
+    entry-point parameters."""
+    shapes = [extent for buffer in func.buffer_map.values() for extent in buffer.shape]
+    bound = {id(p) for p in func.params} | {id(b.data) for b in func.buffer_map.values()}
+    return _FreeVars(*shapes, func.body, bound=bound)

@@ -8,6 +8,7 @@ import pytest
 
 from schedlab.backend.cpu import CpuRenderer, build_module
 from schedlab.backend.cpu.codegen import linear_coefficient
+from schedlab.backend.cpu.compiler import compile_source
 from schedlab.errors import LoweringError
 from schedlab.ir import Allocate, BufferStore, For, SizeVar, Var, op
 from schedlab.ir.buffer import decl_buffer
@@ -253,3 +254,18 @@ def test_undefined_variable_is_a_lowering_error():
     func = p.func(store)
     with pytest.raises(LoweringError, match="size variable i is not determined by any argument"):
         build_module(func).kernel("kernel")
+
+
+def test_outlined_body_takes_the_sizes_of_its_allocations():
+    p = Params()
+    A = p.buf("A", 8)
+    n = SizeVar("n")
+    tmp = decl_buffer((n,), "float32", "tmp")
+    i = Var("i")
+    body = loop(i, 8, Allocate(tmp, BufferStore(A, f32(1.0), (i,))), "parallel")
+    func = p.func(body, "sized")
+    source = _render(func).source
+    helper = source[source.index("// sized: generated") : source.index("SL_KERNEL int32_t sized(")]
+    assert "static inline int32_t sized__i_body(int32_t i, int32_t n, float* restrict A) {" in helper
+    assert "sl_alloc((size_t)(n)" in helper
+    compile_source(source, name="sized")  # gcc accepts it: every name the body uses is a param
