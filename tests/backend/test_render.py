@@ -266,6 +266,7 @@ def test_outlined_body_takes_the_sizes_of_its_allocations():
     func = p.func(body, "sized")
     source = _render(func).source
     helper = source[source.index("// sized: generated") : source.index("SL_KERNEL int32_t sized(")]
-    assert "static inline int32_t sized__i_body(int32_t i, int32_t n, float* restrict A) {" in helper
+    signature = "static inline int32_t sized__i_body(int32_t i, int32_t n, float* restrict A) {"
+    assert signature in helper
     assert "sl_alloc((size_t)(n)" in helper
     compile_source(source, name="sized")  # gcc accepts it: every name the body uses is a param
