@@ -4,13 +4,15 @@ A reduction block's `init` runs when all of its REDUCE iter vars are at their do
 before the body. After this pass no block has an `init`; its effect is spelled out in one of
 two ways:
 
-- **Hoisted** (preferred). When the reduce iter vars are bound only to the innermost loops of a
-  perfect loop nest around the block — the "reduction loops", below every loop that binds a
-  spatial var — and those loops visit the reduce domain's minimum exactly once, on their first
-  iteration, the init runs once *before* the reduction loops, as its own block `<name>_init`
-  over the remaining (spatial) loops. The reduction's inner loop then has no branch: this is
-  what makes the unscheduled gemm as fast as a hand-written triple loop. (TVM gets the same
-  shape from the `decompose_reduction` schedule primitive.)
+- **Hoisted** (preferred). When the reduce iter vars are bound to loops of a perfect loop nest
+  around the block, and those loops visit the reduce domain's minimum exactly once, on their
+  first iteration, the init runs *before* the outermost of them, as its own block
+  `<name>_init`: under the loops outside, and under copies of the spatial loops that sit among
+  or inside the reduction loops (a register tile `k_0 i_1 j_1 k_1` gets an init nest over
+  `i_1 j_1`). The reduction's loops then have no branch: this is what makes the unscheduled
+  gemm as fast as a hand-written triple loop, and keeps gcc free to vectorize and keep sums
+  in registers inside a tiled one. (TVM gets the same shape from the `decompose_reduction`
+  schedule primitive.)
 - **Conditional** (always correct). Otherwise the body becomes
   `if (all reduce iter vars == their min): init` followed by the old body.
 
@@ -30,6 +32,7 @@ from schedlab.ir.stmt import (
     Block,
     BlockRealize,
     For,
+    ForKind,
     IfThenElse,
     IterType,
     IterVar,
@@ -73,12 +76,13 @@ class _InitLowerer(Mutator):
         init_realize = _init_block_realize(realize)
         if init_realize is None:
             return None
+        init = _init_nest(init_realize, chain[first:], realize)
         block = realize.block
         body = self.visit(block.body)
         inner: Stmt = realize.replace(block=block.replace(init=None, body=body))
         for loop in reversed(chain[first:]):
             inner = loop.replace(body=inner)
-        inner = SeqStmt.flatten(init_realize, inner)
+        inner = SeqStmt.flatten(init, inner)
         for loop in reversed(chain[:first]):
             inner = loop.replace(body=inner)
         return inner
@@ -113,25 +117,53 @@ def _perfect_nest(loop: For) -> tuple[list[For], BlockRealize | None]:
 
 
 def _reduction_loops_start(chain: list[For], realize: BlockRealize) -> int | None:
-    """Index in `chain` of the outermost reduction loop when the init can be hoisted there."""
+    """Index in `chain` of the outermost reduction loop when the init can be hoisted there.
+
+    Spatial loops may sit among and inside the reduction loops (a tile `k_0 i_1 j_1 k_1`): the
+    init then runs before the outermost reduction loop over those spatial loops, once per
+    output element, as TVM's `decompose_reduction` at that loop would place it."""
     reduce, others = _split_bindings(realize)
     used = _loops_used([value for _, value in reduce], chain)
     if not used:
         return None  # bound to no loop, or to something that is not a loop of this nest
     first = min(used)
     suffix = chain[first:]
-    if used != set(range(first, len(chain))):
-        return None  # a loop among the reduction loops binds no reduce var: it repeats the init
-    suffix_vars = {id(loop.loop_var) for loop in suffix}
-
-    def in_suffix(var: Var) -> bool:
-        return id(var) in suffix_vars
-
-    if any(uses_var(v, in_suffix) for v in (*others, realize.predicate)):
+    spatial = _loops_touched(others, chain) - used
+    if used | spatial != set(range(first, len(chain))):
+        return None  # a loop binding nothing sits among the reduction loops: it repeats them
+    reduce_vars = {id(chain[n].loop_var) for n in used}
+    if any(uses_var(v, lambda var: id(var) in reduce_vars) for v in (*others, realize.predicate)):
         return None
+    if any(chain[n].kind == ForKind.THREAD_BINDING for n in spatial):
+        return None  # a GPU thread loop cannot be repeated for the init
     if any(as_int(loop.extent) is not None and as_int(loop.extent) <= 0 for loop in suffix):
         return None
-    return first if _min_first_and_once(suffix, reduce) else None
+    return first if _min_first_and_once([chain[n] for n in sorted(used)], reduce) else None
+
+
+def _loops_touched(values: list[PrimExpr], chain: list[For]) -> set[int]:
+    """Positions in `chain` of the loops `values` use (other variables are ignored)."""
+    position = {id(loop.loop_var): n for n, loop in enumerate(chain)}
+    return {position[id(v)] for value in values for v in collect_vars(value) if id(v) in position}
+
+
+def _init_nest(init_realize: BlockRealize, suffix: list[For], realize: BlockRealize) -> Stmt:
+    """The init block under copies (fresh variables, fresh loops) of the spatial loops among
+    the reduction loops `suffix`; just the block when there are none."""
+    reduce, _ = _split_bindings(realize)
+    reduce_loops = {id(v) for _, value in reduce for v in collect_vars(value)}
+    spatial = [loop for loop in suffix if id(loop.loop_var) not in reduce_loops]
+    if not spatial:
+        return init_realize
+    fresh = {loop.loop_var: Var(loop.loop_var.name, loop.loop_var.dtype) for loop in spatial}
+    body: Stmt = init_realize.replace(
+        iter_values=tuple(substitute(v, fresh) for v in init_realize.iter_values),
+        predicate=substitute(init_realize.predicate, fresh),
+    )
+    for loop in reversed(spatial):
+        body = For(fresh[loop.loop_var], loop.min, loop.extent, loop.kind, body,
+                   loop.thread_tag, dict(loop.annotations))  # fmt: skip
+    return body
 
 
 def _split_bindings(realize: BlockRealize):

@@ -76,11 +76,38 @@ def test_predicate_on_the_reduction_loops_keeps_the_init_conditional():
     assert blocks["S"].init is None
 
 
-def test_reduction_loop_outside_spatial_loops_keeps_the_init_conditional():
-    after = lower_init_block(ts.gemm_local_tile()[0])
+def test_reduction_loop_outside_spatial_loops_gets_an_init_nest_before_it():
+    # for k: for ii: for ji: C_local[...] += ...  ->  for ii': for ji': init; for k: ...
+    after = lower_init_block(ts.gemm_local_tile(tm=4, tn=8)[0])
     blocks = _blocks(after)
-    assert "C_local_init" not in blocks
-    assert isinstance(blocks["C_local"].body.seq[0], IfThenElse)
+    assert blocks["C_local"].init is None
+    assert not isinstance(blocks["C_local"].body, SeqStmt)  # no `if k == 0` left
+    nests = []
+    post_order_visit(after.body, lambda n: nests.append(n) if isinstance(n, SeqStmt) else None)
+    init_nest = next(s.seq[0] for s in nests if isinstance(s.seq[0], For)
+                     and "C_local_init" in str(s.seq[0]))  # fmt: skip
+    assert [int(init_nest.extent.value), int(init_nest.body.extent.value)] == [4, 8]
+    update_nest = next(s.seq[1] for s in nests if s.seq[0] is init_nest)
+    assert update_nest.loop_var.name == "k"
+    rows = update_nest.body  # the ii loop the init nest copies: fresh variable, fresh loop
+    assert init_nest.loop_var is not rows.loop_var and init_nest.uid != rows.uid
+
+
+def test_a_loop_only_in_the_predicate_prevents_hoisting():
+    # for k: for r: if r < 1: S[vi] += ...  -- r binds nothing: the conditional init resets S
+    m, k = 3, 4
+    A, Sb = decl_buffer((m, k), "float32", "A"), decl_buffer((m,), "float32", "S")
+    i, kk, r, vi, vk = (Var(x) for x in ("i", "k", "r", "vi", "vk"))
+    block = realize(
+        "S",
+        [(vi, m, S), (vk, k, R)],
+        (i, kk),
+        BufferStore(Sb, Sb[vi] + A[vi, vk], (vi,)),
+        init=BufferStore(Sb, const(0.0, "float32"), (vi,)),
+        predicate=r < 2,
+    )
+    func = prim_func("f", [A, Sb], nest([(i, m), (kk, k), (r, 3)], block))
+    assert "S_init" not in _blocks(lower_init_block(func))
 
 
 def test_a_loop_binding_nothing_between_reduction_loops_prevents_hoisting():
