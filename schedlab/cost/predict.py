@@ -136,6 +136,23 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
         if all(sh.linear_stride[last] == 1 for sh in writes):
             return _vector_fill(nest.loops[last].extent, width), "explicit", last
         return 1.0, "none", -1
+    # gcc vectorizes the innermost spatial loop whose stores are contiguous once the short
+    # constant loops inside it are unrolled away (an outer loop of a small unrolled reduction:
+    # `j_0 i_1:2 k_1:8` runs j_0 in 16 lanes with the sums in registers)
+    body = 1
+    for cand in range(last, -1, -1):
+        loop = nest.loops[cand]
+        if not loop.reduce and loop.kind != ForKind.UNROLLED and loop.extent >= 2 and writes:
+            if all(sh.linear_stride[cand] == 1 for sh in writes):
+                return _vector_fill(loop.extent, width), "auto", cand
+            # the unrolled loops inside store a dense group (j_1:8 unrolled under i_2): gcc
+            # vectorizes the loop around the group, a vector per group
+            group = min(_store_group(sh, nest, cand + 1) for sh in writes)
+            if group[0] > 1:
+                return _vector_fill(group[0], width), "auto", group[1]
+        if not _unrolled_away(loop, body):
+            break
+        body *= loop.extent
     cand, body = last, 1
     while cand >= 0 and (
         nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
@@ -236,7 +253,9 @@ def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int) -> float
                     break
                 hoisted *= nest.loops[j].extent
             reuse = max(reuse, hoisted)
-        vec = lanes if vloop >= 0 and sh.linear_stride[vloop] == 1 else 1
+        # along the vector loop a contiguous access moves `lanes` elements per instruction,
+        # and an invariant one is a single broadcast for all of them
+        vec = lanes if vloop >= 0 and sh.linear_stride[vloop] in (0, 1) else 1
         total += iters / reuse / vec
     return total
 
@@ -269,7 +288,7 @@ def _unrolled_reduction(nest: Nest) -> int:
     """Reduction steps in a row that gcc unrolls completely (innermost reduction loops)."""
     steps, body = 1, 1
     for loop in reversed(nest.loops):
-        if not loop.reduce or not (loop.kind == ForKind.UNROLLED or _peeled(loop, body)):
+        if not loop.reduce or not _unrolled_away(loop, body):
             break
         steps, body = steps * loop.extent, body * loop.extent
     return steps
