@@ -28,7 +28,7 @@ class NestPrediction:
     cores_used: int
     parallel_imbalance: float
     vector_lanes: int  # width of the widest vector instruction the block uses (1: scalar)
-    vectorization: str  # "explicit", "auto" or "none"
+    vectorization: str  # "explicit", "auto", "strided" (omp simd across rows) or "none"
     ilp: float  # independent accumulators of the innermost reduction (vector ops)
     bytes_moved: dict[str, float]  # bytes per memory level (L2->L1, L3->L2, DRAM->L3)
     fits_at_loop: dict[str, str]  # per cache: the outermost loop whose footprint fits
@@ -132,14 +132,14 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     writes = [sh for sh in shapes if sh.access.write]
     if nest.loops[last].kind == ForKind.VECTORIZED:
         # `omp simd` packs lanes only when the stores along the loop are contiguous; across
-        # rows (a column of C) gcc leaves the loop scalar
+        # rows (a column of C) gcc builds each vector element by element: slower than scalar
         if all(sh.linear_stride[last] == 1 for sh in writes):
             return _vector_fill(nest.loops[last].extent, width), "explicit", last
-        return 1.0, "none", -1
+        return 1.0, "strided", -1
     # gcc vectorizes the innermost spatial loop whose stores are contiguous once the short
     # constant loops inside it are unrolled away (an outer loop of a small unrolled reduction:
     # `j_0 i_1:2 k_1:8` runs j_0 in 16 lanes with the sums in registers)
-    body = 1
+    body, crossed = 1, False
     for cand in range(last, -1, -1):
         loop = nest.loops[cand]
         if not loop.reduce and loop.kind != ForKind.UNROLLED and loop.extent >= 2 and writes:
@@ -148,11 +148,18 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
             # the unrolled loops inside store a dense group (j_1:8 unrolled under i_2): gcc
             # vectorizes the loop around the group, a vector per group
             group = min(_store_group(sh, nest, cand + 1) for sh in writes)
-            if group[0] > 1:
+            if group[0] > 1 and not crossed:  # (no outer-loop vectorization of a group)
                 return _vector_fill(group[0], width), "auto", group[1]
-        if not _unrolled_away(loop, body):
+        if crossed:
             break
-        body *= loop.extent
+        if not _peeled_before_vectorizing(loop, body):
+            if not loop.reduce:
+                break
+            # one reduction loop gcc does not unroll: it vectorizes the loop around it (outer
+            # loop vectorization), a vector of sums kept in registers across the reduction
+            crossed = True
+        elif loop.kind != ForKind.UNROLLED:
+            body *= loop.extent
     cand, body = last, 1
     while cand >= 0 and (
         nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
@@ -207,6 +214,13 @@ def _vector_fill(extent: int, width: int) -> float:
     one vector per set bit of the remainder."""
     ops = extent // width + bin(extent % width).count("1")
     return extent / max(1, ops)
+
+
+def _peeled_before_vectorizing(loop, body: int) -> bool:
+    """Whether gcc -O3 has unrolled this loop away when its vectorizer runs: the schedule
+    unrolls it, or it and the loops gcc unrolled inside it make at most
+    `VECTORIZER_PEEL_BODY` copies of the body."""
+    return loop.kind == ForKind.UNROLLED or body * loop.extent <= M.VECTORIZER_PEEL_BODY
 
 
 def _peeled(loop, body: int) -> bool:
@@ -329,6 +343,8 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     instr = max(1, nest.flops_per_iter - nest.fma_per_iter)
     compute = iters * instr / rate / clock / cores
     ldst = _ldst_ops(nest, shapes, eff_lanes, vloop, iters)
+    if how == "strided":  # every element goes in and out of a vector register one by one
+        ldst *= M.STRIDED_SIMD_COST
     tile = _register_tile(nest)
     trips = iters / math.prod(lp.extent for lp in nest.loops[tile + 1 :]) if nest.loops else 1
     terms = {
@@ -340,10 +356,11 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
         / cores,
     }
     line = target.attrs.get("cache_line_bytes", 64)
-    fp = M.footprints(shapes, nest, line)
+    mem_nest, mem_shapes = _in_vector_order(nest, shapes, vloop)
+    fp = M.footprints(mem_shapes, mem_nest, line)
     l1_span = (target.attrs.get("l1d_bytes", 0) or 0) // M.L1_WAYS
-    fp_l1 = M.footprints(shapes, nest, line, l1_span) if l1_span >= line else fp
-    moved, fits = _memory_terms(nest, fp, fp_l1, target, cores, clock, terms)
+    fp_l1 = M.footprints(mem_shapes, mem_nest, line, l1_span) if l1_span >= line else fp
+    moved, fits = _memory_terms(mem_nest, fp, fp_l1, target, cores, clock, terms)
     bound = max(terms, key=terms.get)
     seconds = terms[bound] * imbalance + launches * M.PARALLEL_LAUNCH_S
     names = [lp.var.name for lp in nest.loops] + ["(one iteration)"]
@@ -366,6 +383,17 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
         list(zip(names, fp, strict=True)),
         lanes,
     )
+
+
+def _in_vector_order(nest: Nest, shapes, vloop: int):
+    """The nest in the order the vector code walks memory: a vectorized outer loop's lanes are
+    the innermost dimension (the loops inside it run once per vector, not once per lane)."""
+    if vloop < 0 or vloop == len(nest.loops) - 1:
+        return nest, shapes
+    loops = nest.loops[:vloop] + nest.loops[vloop + 1 :] + [nest.loops[vloop]]
+    moved = Nest(nest.name, loops, nest.accesses, nest.flops_per_iter, nest.fma_per_iter,
+                 nest.dtype)  # fmt: skip
+    return moved, [M.analyze_access(a, moved) for a in nest.accesses]
 
 
 def _memory_terms(nest, fp, fp_l1, target, cores, clock, terms):

@@ -152,8 +152,8 @@ def test_contiguous_vector_loop_beats_strided_one():
 
     contiguous, strided = vectorized("j"), vectorized("i")
     assert contiguous.nests[0].vectorization == "explicit"
-    # `omp simd` over a column of C: gcc -fopt-info-vec reports no vectorized loop there
-    assert strided.nests[0].vectorization == "none" and strided.nests[0].vector_lanes == 1
+    # `omp simd` over a column of C: gcc builds the vectors element by element
+    assert strided.nests[0].vectorization == "strided" and strided.nests[0].vector_lanes == 1
     assert contiguous.seconds < strided.seconds
 
 
