@@ -6,11 +6,18 @@ is the bounding box its indices span over the loops inside L, counted in cache l
 capacity C holds the nest below the outermost level whose total footprint fits in C (for the L1,
 rows a power-of-two pitch apart count for the few sets they map to); the traffic into that cache
 is that footprint times the trips of the loops outside it. Compute time follows the C back end as
-gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`, or the loop gcc
-auto-vectorizes after unrolling short inner loops, remainders included), and the latency of the
-reduction chains, which run through memory (the block's init is a conditional store inside the
-loop), overlapped as far as the out-of-order window sees independent outputs; and the cores used
-by `parallel` loops (with load imbalance)."""
+gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`; or the loop gcc
+auto-vectorizes: the innermost spatial loop with contiguous stores once the short loops inside
+it are unrolled, or around one reduction loop (outer-loop vectorization); remainders included),
+and the latency of the reduction chains: a sum stays in a register across the reduction steps
+inside the vector loop and goes through memory (a store forwarded to the next load) between
+the others, overlapped as far as the out-of-order window sees independent outputs; and the
+cores used by `parallel` loops (with load imbalance). The init of a reduction is hoisted out
+of its loops by LowerInitBlock, so no branch sits in them.
+
+The constants below were fitted on `schedlab bench-cost`'s tuning seeds (see benchmark.py)
+within what the hardware documents allow; gcc's own limits are from its -fopt-info-vec
+reports on those schedules."""
 
 from __future__ import annotations
 

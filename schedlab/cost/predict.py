@@ -118,12 +118,10 @@ def _dtype(name: str) -> str:
 
 
 def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
-    """Vector lanes (average elements per vector instruction), how they come about, and the loop
-    that carries them, as gcc -O3 emits the C: an explicitly vectorized innermost loop (`omp
-    simd`), else the innermost loop left after gcc unrolled the short constant loops (and the
-    ones the schedule unrolls) inside it, when it is spatial and its store is contiguous (or
-    moves by a short stride with nothing unrolled inside). A loop of n elements takes
-    full vectors then power-of-two remainders (14 floats with 8 lanes: 8 + 4 + 2)."""
+    """Vector lanes (average elements per vector instruction), how they come about ("explicit",
+    "auto", "strided" or "none"), and the loop that carries them, as gcc -O3 emits the C. A
+    loop of n elements takes full vectors then power-of-two remainders (14 floats with 8
+    lanes: 8 + 4 + 2)."""
     if not nest.loops:
         return 1.0, "none", -1
     bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
@@ -136,50 +134,62 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
         if all(sh.linear_stride[last] == 1 for sh in writes):
             return _vector_fill(nest.loops[last].extent, width), "explicit", last
         return 1.0, "strided", -1
-    # gcc vectorizes the innermost spatial loop whose stores are contiguous once the short
-    # constant loops inside it are unrolled away (an outer loop of a small unrolled reduction:
-    # `j_0 i_1:2 k_1:8` runs j_0 in 16 lanes with the sums in registers)
+    if not writes:
+        return 1.0, "none", -1
+    found = _auto_vector_loop(nest, writes) or _short_stride_loop(nest, writes)
+    if found is None:
+        return 1.0, "none", -1
+    elements, loop = found
+    return _vector_fill(elements, width), "auto", loop
+
+
+def _auto_vector_loop(nest: Nest, writes) -> tuple[int, int] | None:
+    """(elements, loop) gcc's loop vectorizer packs: walking out from the innermost loop past
+    the short loops it unrolls first, the first spatial loop whose stores are contiguous
+    (`j_0 i_1:2 k_1:8` runs j_0 in vectors, sums in registers), or around which the unrolled
+    loops store a dense group (j_1:8 unrolled under i_2: a vector per group). One reduction
+    loop too long to unroll may sit inside: gcc then vectorizes the loop around it (outer-loop
+    vectorization), a vector of sums kept in registers across the reduction."""
     body, crossed = 1, False
-    for cand in range(last, -1, -1):
+    for cand in range(len(nest.loops) - 1, -1, -1):
         loop = nest.loops[cand]
-        if not loop.reduce and loop.kind != ForKind.UNROLLED and loop.extent >= 2 and writes:
+        if not loop.reduce and loop.kind != ForKind.UNROLLED and loop.extent >= 2:
             if all(sh.linear_stride[cand] == 1 for sh in writes):
-                return _vector_fill(loop.extent, width), "auto", cand
-            # the unrolled loops inside store a dense group (j_1:8 unrolled under i_2): gcc
-            # vectorizes the loop around the group, a vector per group
+                return loop.extent, cand
             group = min(_store_group(sh, nest, cand + 1) for sh in writes)
             if group[0] > 1 and not crossed:  # (no outer-loop vectorization of a group)
-                return _vector_fill(group[0], width), "auto", group[1]
+                return group[0], group[1]
         if crossed:
-            break
+            return None
         if not _peeled_before_vectorizing(loop, body):
             if not loop.reduce:
-                break
-            # one reduction loop gcc does not unroll: it vectorizes the loop around it (outer
-            # loop vectorization), a vector of sums kept in registers across the reduction
+                return None
             crossed = True
         elif loop.kind != ForKind.UNROLLED:
             body *= loop.extent
-    cand, body = last, 1
+    return None
+
+
+def _short_stride_loop(nest: Nest, writes) -> tuple[int, int] | None:
+    """(elements, loop) for a loop whose store moves by a short constant stride (a small image
+    row), innermost after gcc peeled the tiny loops inside: gcc's cost model still
+    vectorizes it with element inserts."""
+    cand, body = len(nest.loops) - 1, 1
     while cand >= 0 and (
         nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
     ):
         body *= nest.loops[cand].extent
         cand -= 1
-    # the unrolled loops inside may store a dense group of g neighbours (j_1 unrolled by 4):
-    # gcc packs the group (SLP) and vectorizes the loop around it when that moves by g
-    group = min((_store_group(sh, nest, cand + 1) for sh in writes), default=(1, -1))
-    outer_ok = cand >= 0 and not nest.loops[cand].reduce
-    outer_ok = outer_ok and nest.loops[cand].kind != ForKind.UNROLLED
-    if outer_ok and writes:
-        stores = [sh.linear_stride[cand] for sh in writes]
-        if group[0] > 1 and all(st == group[0] for st in stores):
-            return _vector_fill(nest.loops[cand].extent * group[0], width), "auto", group[1]
-        contiguous = all(st == 1 for st in stores)
-        short = body == 1 and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
-        if (contiguous or short) and nest.loops[cand].extent >= 4:
-            return _vector_fill(nest.loops[cand].extent, width), "auto", cand
-    return 1.0, "none", -1
+    if cand < 0 or nest.loops[cand].reduce or nest.loops[cand].kind == ForKind.UNROLLED:
+        return None
+    stores = [sh.linear_stride[cand] for sh in writes]
+    group = min(_store_group(sh, nest, cand + 1) for sh in writes)
+    if group[0] > 1 and all(st == group[0] for st in stores):
+        return nest.loops[cand].extent * group[0], group[1]
+    short = body == 1 and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
+    if short and nest.loops[cand].extent >= 4:
+        return nest.loops[cand].extent, cand
+    return None
 
 
 def _store_group(sh, nest: Nest, first: int) -> tuple[int, int]:
@@ -275,9 +285,9 @@ def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int) -> float
 
 
 def _ilp(nest: Nest, lanes: float, vloop: int) -> float:
-    """Independent accumulator chains the core overlaps. The C back end keeps a reduction's
-    accumulator in memory (the block's init is a conditional store inside the loop), so every
-    reduction step waits on the previous one of its output element; the out-of-order window
+    """Independent accumulator chains the core overlaps. Every reduction step waits on the
+    previous one of its output element (in a register, or through memory when a store sits
+    between them: see `_predict_nest`'s forward latency); the out-of-order window
     (`OOO_WINDOW_ITERS` vector iterations) overlaps the distinct outputs it sees. Walking out
     from the innermost loop until the window is full: spatial loops multiply the chains,
     reduction loops only lengthen them."""
