@@ -190,6 +190,10 @@ def test_auto_vectorization_follows_gcc():
         assert predict(sch.func, TARGET).nests[0].vectorization == expected
     # a strided store (C's column) is not vectorized either
     assert predict(_gemm_order(256, "jki").func, TARGET).nests[0].vectorization == "none"
+    # the unscheduled i-j-k gemm: gcc vectorizes j around the whole k loop (outer-loop
+    # vectorization; -fopt-info-vec: "loop vectorized" at the j loop), sums in registers
+    plain = predict(gemm(256), TARGET).nests[0]
+    assert (plain.vectorization, plain.vector_lanes) == ("auto", 8)
 
 
 def test_vector_fill_counts_remainders():
