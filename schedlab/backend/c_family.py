@@ -165,7 +165,6 @@ class CFamilyRenderer(CExprMixin):
         self._loop_stack: list[tuple[S.For, str]] = []
         self._ptr_types: dict[int, str] = {}
         self._helpers: list[tuple[list[str], dict[int, LoopSpan]]] = []
-        self._helper_names: set[str] = set()
         self._symbol = symbol
         self.func = func
         info = RenderedFunction(name, symbol, self._declare_params(func))
@@ -377,9 +376,10 @@ class CFamilyRenderer(CExprMixin):
                 continue
             params.append((name, self._outlined_param(var, name, free)))
         symbol = base = f"{self._symbol}__{c_safe(loop.loop_var.name)}_body"
-        while symbol in self._helper_names or self.names.taken(symbol):
-            symbol = f"{base}_{len(self._helper_names) + 1}"
-        self._helper_names.add(symbol)
+        counter = 1
+        while self.names.taken(symbol):  # earlier helpers are reserved names too
+            counter += 1
+            symbol = f"{base}_{counter}"
         self.names.reserve(symbol)
         decls = ", ".join(decl for _, decl in params)
         outer_lines, outer_depth, outer_loops = self._lines, self._depth, self._loops

@@ -179,14 +179,10 @@ def _split_bindings(realize: BlockRealize):
 
 def _loops_used(values: list[PrimExpr], chain: list[For]) -> set[int]:
     """Positions in `chain` of the loops `values` use; empty if they use any other variable."""
-    position = {id(loop.loop_var): i for i, loop in enumerate(chain)}
-    used: set[int] = set()
-    for value in values:
-        for var in collect_vars(value):
-            if id(var) not in position:
-                return set()
-            used.add(position[id(var)])
-    return used
+    loop_vars = {id(loop.loop_var) for loop in chain}
+    if any(id(v) not in loop_vars for value in values for v in collect_vars(value)):
+        return set()
+    return _loops_touched(values, chain)
 
 
 def _min_first_and_once(suffix: list[For], reduce: list[tuple[IterVar, PrimExpr]]) -> bool:

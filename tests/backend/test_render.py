@@ -270,3 +270,15 @@ def test_outlined_body_takes_the_sizes_of_its_allocations():
     assert signature in helper
     assert "sl_alloc((size_t)(n)" in helper
     compile_source(source, name="sized")  # gcc accepts it: every name the body uses is a param
+
+
+def test_three_parallel_loops_of_one_name_get_three_helpers():
+    p = Params()
+    A = p.buf("A", 12)
+    loops = [
+        loop(v, 12, BufferStore(A, f32(n), (v,)), "parallel")
+        for n, v in enumerate(Var("i") for _ in range(3))
+    ]
+    source = _render(p.func(seq(*loops), "three")).source
+    for name in ("three__i_body(", "three__i_body_2(", "three__i_body_3("):
+        assert f"static inline int32_t {name}" in source

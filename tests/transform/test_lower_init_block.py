@@ -93,8 +93,9 @@ def test_reduction_loop_outside_spatial_loops_gets_an_init_nest_before_it():
     assert init_nest.loop_var is not rows.loop_var and init_nest.uid != rows.uid
 
 
-def test_a_loop_only_in_the_predicate_prevents_hoisting():
-    # for k: for r: if r < 1: S[vi] += ...  -- r binds nothing: the conditional init resets S
+def _row_sum_with_extra_loop(extent: int, predicate=None):
+    """for i: for k: for r in range(extent): S[vi] += A[vi, vk] -- r binds no iter var, and
+    `predicate(r)` (if given) guards the block."""
     m, k = 3, 4
     A, Sb = decl_buffer((m, k), "float32", "A"), decl_buffer((m,), "float32", "S")
     i, kk, r, vi, vk = (Var(x) for x in ("i", "k", "r", "vi", "vk"))
@@ -104,26 +105,20 @@ def test_a_loop_only_in_the_predicate_prevents_hoisting():
         (i, kk),
         BufferStore(Sb, Sb[vi] + A[vi, vk], (vi,)),
         init=BufferStore(Sb, const(0.0, "float32"), (vi,)),
-        predicate=r < 2,
+        predicate=True if predicate is None else predicate(r),
     )
-    func = prim_func("f", [A, Sb], nest([(i, m), (kk, k), (r, 3)], block))
+    return prim_func("f", [A, Sb], nest([(i, m), (kk, k), (r, extent)], block))
+
+
+def test_a_loop_only_in_the_predicate_prevents_hoisting():
+    # for k: for r: if r < 2: S[vi] += ...  -- r binds nothing: the conditional init resets S
+    func = _row_sum_with_extra_loop(3, predicate=lambda r: r < 2)
     assert "S_init" not in _blocks(lower_init_block(func))
 
 
 def test_a_loop_binding_nothing_between_reduction_loops_prevents_hoisting():
     # for k: for r: S[vi] += A[vi, vk]  -- r repeats the reduction; hoisting would sum twice
-    m, k = 3, 4
-    A, Sb = decl_buffer((m, k), "float32", "A"), decl_buffer((m,), "float32", "S")
-    i, kk, r, vi, vk = (Var(x) for x in ("i", "k", "r", "vi", "vk"))
-    block = realize(
-        "S",
-        [(vi, m, S), (vk, k, R)],
-        (i, kk),
-        BufferStore(Sb, Sb[vi] + A[vi, vk], (vi,)),
-        init=BufferStore(Sb, const(0.0, "float32"), (vi,)),
-    )
-    func = prim_func("f", [A, Sb], nest([(i, m), (kk, k), (r, 2)], block))
-    assert "S_init" not in _blocks(lower_init_block(func))
+    assert "S_init" not in _blocks(lower_init_block(_row_sum_with_extra_loop(2)))
 
 
 def test_split_reduction_is_hoisted_in_either_loop_order():
