@@ -47,7 +47,6 @@ LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 32.0, "L3": 16.0}
 L1_WAYS = 8  # associativity of the L1 data cache (8 on current x86 and Arm cores)
 LOOP_OVERHEAD_CYCLES = 0.0  # per trip of the innermost loop: no visible cost in bench-cost
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
-VECTORIZER_PEEL_BODY = 16  # gcc unrolls inner loops of at most this many trips in all first
 AUTO_PEEL_EXTENT = 4  # gcc unrolls innermost constant loops this short before vectorizing
 AUTO_PEEL_BODY = 16  # ... while the unrolled body stays this small (gcc limits peeled size)
 # gcc's cost model still vectorizes a loop whose store moves by a short constant stride (a

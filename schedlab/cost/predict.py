@@ -10,6 +10,7 @@ from schedlab.ir.stmt import ForKind
 from schedlab.target import Target
 
 from . import model as M
+from .early_unroll import unrolled_before_vectorizing
 from .nest import Nest, extract
 
 _COMPUTE_TERMS = ("compute", "load_store", "issue")
@@ -136,57 +137,53 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
         return 1.0, "strided", -1
     if not writes:
         return 1.0, "none", -1
-    found = _auto_vector_loop(nest, writes) or _short_stride_loop(nest, writes)
+    found = _auto_vector_loop(nest, shapes, writes)
     if found is None:
         return 1.0, "none", -1
     elements, loop = found
     return _vector_fill(elements, width), "auto", loop
 
 
-def _auto_vector_loop(nest: Nest, writes) -> tuple[int, int] | None:
-    """(elements, loop) gcc's loop vectorizer packs: walking out from the innermost loop past
-    the short loops it unrolls first, the first spatial loop whose stores are contiguous
-    (`j_0 i_1:2 k_1:8` runs j_0 in vectors, sums in registers), or around which the unrolled
-    loops store a dense group (j_1:8 unrolled under i_2: a vector per group). One reduction
-    loop too long to unroll may sit inside: gcc then vectorizes the loop around it (outer-loop
-    vectorization), a vector of sums kept in registers across the reduction."""
-    body, crossed = 1, False
-    for cand in range(len(nest.loops) - 1, -1, -1):
-        loop = nest.loops[cand]
-        if not loop.reduce and loop.kind != ForKind.UNROLLED and loop.extent >= 2:
-            if all(sh.linear_stride[cand] == 1 for sh in writes):
-                return loop.extent, cand
-            group = min(_store_group(sh, nest, cand + 1) for sh in writes)
-            if group[0] > 1 and not crossed:  # (no outer-loop vectorization of a group)
-                return group[0], group[1]
-        if crossed:
-            return None
-        if not _peeled_before_vectorizing(loop, body):
-            if not loop.reduce:
-                return None
-            crossed = True
-        elif loop.kind != ForKind.UNROLLED:
-            body *= loop.extent
+def _auto_vector_loop(nest: Nest, shapes, writes) -> tuple[int, int] | None:
+    """(elements, loop) gcc's loop vectorizer packs, on the nest as it is once the loops gcc
+    unrolls first are gone (`early_unroll`): the innermost remaining loop when it is spatial
+    and its stores are contiguous (`j_0 i_1:2 k_1:8` runs j_0 in vectors, sums in registers),
+    or when the unrolled loops inside it store a dense group (j_1:8 unrolled under i_2: a
+    vector per group); else the loop around it (outer-loop vectorization: a vector of sums
+    kept across a reduction loop, or of rows across a strided spatial one)."""
+    unrolled = unrolled_before_vectorizing(nest, shapes)
+    inner = max((j for j in range(len(nest.loops)) if j not in unrolled), default=-1)
+    if inner < 0:  # all straight-line code: the SLP vectorizer packs a dense store group
+        group = min(_store_group(sh, nest, 0) for sh in writes)
+        return group if group[0] > 1 else None
+    loop = nest.loops[inner]
+    if not loop.reduce and loop.kind == ForKind.SERIAL:
+        if all(sh.linear_stride[inner] == 1 for sh in writes):
+            return loop.extent, inner
+        group = min(_store_group(sh, nest, inner + 1) for sh in writes)
+        if group[0] > 1:
+            return group
+        stride = _short_stride(nest, writes, inner, unrolled)
+        if stride is not None:
+            return stride
+    outer = inner - 1
+    if outer >= 0 and not nest.loops[outer].reduce and nest.loops[outer].kind == ForKind.SERIAL:
+        if all(sh.linear_stride[outer] == 1 for sh in writes):
+            return nest.loops[outer].extent, outer
     return None
 
 
-def _short_stride_loop(nest: Nest, writes) -> tuple[int, int] | None:
+def _short_stride(nest: Nest, writes, cand: int, unrolled: set[int]) -> tuple[int, int] | None:
     """(elements, loop) for a loop whose store moves by a short constant stride (a small image
-    row), innermost after gcc peeled the tiny loops inside: gcc's cost model still
-    vectorizes it with element inserts."""
-    cand, body = len(nest.loops) - 1, 1
-    while cand >= 0 and (
-        nest.loops[cand].kind == ForKind.UNROLLED or _peeled(nest.loops[cand], body)
-    ):
-        body *= nest.loops[cand].extent
-        cand -= 1
-    if cand < 0 or nest.loops[cand].reduce or nest.loops[cand].kind == ForKind.UNROLLED:
-        return None
+    row) with nothing left inside it: gcc's cost model still vectorizes it with element
+    inserts. A stride equal to the dense group the unrolled loops inside store makes it
+    contiguous after all."""
     stores = [sh.linear_stride[cand] for sh in writes]
     group = min(_store_group(sh, nest, cand + 1) for sh in writes)
     if group[0] > 1 and all(st == group[0] for st in stores):
         return nest.loops[cand].extent * group[0], group[1]
-    short = body == 1 and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
+    inside = any(j in unrolled for j in range(cand + 1, len(nest.loops)))
+    short = not inside and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
     if short and nest.loops[cand].extent >= 4:
         return nest.loops[cand].extent, cand
     return None
@@ -224,13 +221,6 @@ def _vector_fill(extent: int, width: int) -> float:
     one vector per set bit of the remainder."""
     ops = extent // width + bin(extent % width).count("1")
     return extent / max(1, ops)
-
-
-def _peeled_before_vectorizing(loop, body: int) -> bool:
-    """Whether gcc -O3 has unrolled this loop away when its vectorizer runs: the schedule
-    unrolls it, or it and the loops gcc unrolled inside it make at most
-    `VECTORIZER_PEEL_BODY` copies of the body."""
-    return loop.kind == ForKind.UNROLLED or body * loop.extent <= M.VECTORIZER_PEEL_BODY
 
 
 def _peeled(loop, body: int) -> bool:
