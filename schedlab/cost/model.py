@@ -30,12 +30,12 @@ from .nest import Access, Nest
 
 # loop iterations whose dependence chains the core overlaps: the scheduler queues, not the
 # ~300-entry reorder buffer, fill first when every iteration waits on the one before
-OOO_WINDOW_ITERS = 32
-STRAIGHT_LINE_WINDOW = 2.0  # ... and how many times more when the inner loop is unrolled away
+OOO_WINDOW_ITERS = 48
+STRAIGHT_LINE_WINDOW = 1.5  # ... and how many times more when the inner loop is unrolled away
 AUTO_UNROLL_EXTENT = 16  # gcc -O3 peels constant loops up to about this many trips ...
-AUTO_UNROLL_BODY = 64  # ... while the unrolled body stays about this small
+AUTO_UNROLL_BODY = 16  # ... while the unrolled body stays about this small
 FMA_LATENCY = 4  # cycles between dependent FMAs (typical of x86 cores)
-VECTOR_FORWARD_CYCLES = 8  # a vector store forwarded to the next load of the same address
+VECTOR_FORWARD_CYCLES = 4  # a vector store forwarded to the next load of the same address
 # loads + stores per cycle per core: Zen 4 and recent Intel cores issue 3 loads and 2 stores
 # a cycle (fewer at 512 bits); 4 fits bench-cost's tuning seeds best
 LDST_PER_CYCLE = 4
@@ -43,7 +43,7 @@ LDST_PER_CYCLE = 4
 # a vector register by itself, so its loads and stores cost about this many times scalar ones
 STRIDED_SIMD_COST = 5.0
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
-LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 32.0, "L3": 16.0}
+LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 16.0, "L3": 16.0}
 L1_WAYS = 8  # associativity of the L1 data cache (8 on current x86 and Arm cores)
 LOOP_OVERHEAD_CYCLES = 0.0  # per trip of the innermost loop: no visible cost in bench-cost
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
