@@ -231,11 +231,12 @@ _DTYPE_BITS = {"float64": 64, "float32": 32, "float16": 32, "bfloat16": 32, "int
 
 
 def _peak_gflops(kind: str, attrs: dict[str, Any]) -> dict[str, float]:
-    """Rough peak GFLOP/s per dtype. CPU: cores x GHz x FMA units x 2 x SIMD lanes; float16 and
-    bfloat16 count float32 lanes because the C backend computes them in float."""
+    """Rough peak GFLOP/s per dtype. CPU: cores x GHz x FMA units x 2 x the lanes the datapath
+    executes at once; float16 and bfloat16 count float32 lanes because the C backend computes
+    them in float."""
     if kind == "cpu":
         per_lane = attrs["num_cores"] * attrs["clock_ghz"] * attrs["fma_units"] * 2
-        width = attrs["simd_width"]
+        width = min(attrs["simd_width"], attrs.get("simd_datapath_bits") or attrs["simd_width"])
         return {dt: round(per_lane * max(1, width // bits), 1) for dt, bits in _DTYPE_BITS.items()}
     fp32 = attrs["num_sms"] * attrs["fp32_units_per_sm"] * attrs["clock_ghz"] * 2
     return {"float64": round(fp32 / 2, 1), "float32": round(fp32, 1),
@@ -270,6 +271,7 @@ def _host_cpu() -> tuple[tuple[str, Any], ...]:
         "physical_cores": _physical_cores(logical),
         "isa": tuple(flag for flag in _ISA_FLAGS if flag in flags),
         "simd_width": width,
+        "simd_datapath_bits": _simd_datapath_bits(info, width),
         "fma_units": _fma_units(machine, flags),
         "l1d_bytes": caches.get("l1d", 32 * 1024),
         "l2_bytes": caches.get("l2", 1024 * 1024),
@@ -325,6 +327,15 @@ def _simd_width(machine: str, flags: set[str]) -> int:
     if machine in ("aarch64", "arm64") or "asimd" in flags:
         return 128  # NEON; SVE widths vary by part and need a runtime query
     return 128 if machine in ("x86_64", "AMD64") else 64
+
+
+def _simd_datapath_bits(info: dict[str, str], width: int) -> int:
+    """Bits the core's vector units execute at once: AMD's Zen 4 (family 25 with AVX-512)
+    runs a 512-bit instruction as two 256-bit halves; other cores run their full width."""
+    amd = info.get("vendor_id") == "AuthenticAMD"
+    if amd and info.get("cpu family") == "25" and width > 256:
+        return 256
+    return width
 
 
 def _fma_units(machine: str, flags: set[str]) -> int:

@@ -35,17 +35,17 @@ STRAIGHT_LINE_WINDOW = 1.5  # ... and how many times more when the inner loop is
 AUTO_UNROLL_EXTENT = 16  # gcc -O3 peels constant loops up to about this many trips ...
 AUTO_UNROLL_BODY = 16  # ... while the unrolled body stays about this small
 FMA_LATENCY = 4  # cycles between dependent FMAs (typical of x86 cores)
-VECTOR_FORWARD_CYCLES = 4  # a vector store forwarded to the next load of the same address
+VECTOR_FORWARD_CYCLES = 8  # a vector store forwarded to the next load of the same address
 # loads + stores per cycle per core: Zen 4 and recent Intel cores issue 3 loads and 2 stores
 # a cycle (fewer at 512 bits); 4 fits bench-cost's tuning seeds best
 LDST_PER_CYCLE = 4
 # an `omp simd` loop over non-contiguous stores: each element is inserted into / extracted from
 # a vector register by itself, so its loads and stores cost about this many times scalar ones
-STRIDED_SIMD_COST = 5.0
+STRIDED_SIMD_COST = 3.0
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 16.0, "L3": 16.0}
 L1_WAYS = 8  # associativity of the L1 data cache (8 on current x86 and Arm cores)
-LOOP_OVERHEAD_CYCLES = 0.0  # per trip of the innermost loop: no visible cost in bench-cost
+ISSUE_WIDTH = 4  # arithmetic + load/store instructions a core issues per cycle
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
 AUTO_PEEL_EXTENT = 4  # gcc unrolls innermost constant loops this short before vectorizing
 AUTO_PEEL_BODY = 16  # ... while the unrolled body stays this small (gcc limits peeled size)

@@ -134,7 +134,7 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
         # rows (a column of C) gcc builds each vector element by element: slower than scalar
         if all(sh.linear_stride[last] == 1 for sh in writes):
             return _vector_fill(nest.loops[last].extent, width), "explicit", last
-        return 1.0, "strided", -1
+        return _vector_fill(nest.loops[last].extent, width), "strided", last
     if not writes:
         return 1.0, "none", -1
     found = _auto_vector_loop(nest, shapes, writes)
@@ -248,7 +248,8 @@ def _register_tile(nest: Nest) -> int:
     return max(0, start)
 
 
-def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int) -> float:
+def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int,
+              passes: int = 1) -> float:  # fmt: skip
     """Load/store instructions: accesses invariant in a register-tile loop are hoisted into
     registers, and loads gcc hoists out of the innermost loops their address does not move in
     (the arguments are `restrict`); contiguous accesses along the vector loop move `lanes`
@@ -268,9 +269,14 @@ def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int) -> float
                 hoisted *= nest.loops[j].extent
             reuse = max(reuse, hoisted)
         # along the vector loop a contiguous access moves `lanes` elements per instruction,
-        # and an invariant one is a single broadcast for all of them
-        vec = lanes if vloop >= 0 and sh.linear_stride[vloop] in (0, 1) else 1
-        total += iters / reuse / vec
+        # and an invariant one is a single broadcast for all of them; a strided one moves
+        # each element into or out of its vector register by itself
+        if vloop < 0:
+            total += iters / reuse
+        elif sh.linear_stride[vloop] in (0, 1):
+            total += iters / reuse / lanes * passes
+        else:
+            total += iters / reuse * M.STRIDED_SIMD_COST
     return total
 
 
@@ -339,21 +345,16 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     # except between the steps of a reduction gcc unrolled completely (it forwards them itself)
     forward = M.VECTOR_FORWARD_CYCLES / _unrolled_reduction(nest) if eff_lanes > 1 else 0.0
     latency = M.FMA_LATENCY + forward
-    rate = min(fma_units, ilp / latency) * max(1.0, eff_lanes)  # scalar ops per cycle
+    # a vector wider than the core's datapath issues as several halves (Zen 4's 512-bit ops)
+    pump = _datapath_passes(_widest_vector(lanes, vloop, nest, target), nest, target)
+    rate = min(fma_units / pump, ilp / latency) * max(1.0, eff_lanes)  # scalar ops per cycle
     instr = max(1, nest.flops_per_iter - nest.fma_per_iter)
     compute = iters * instr / rate / clock / cores
-    ldst = _ldst_ops(nest, shapes, eff_lanes, vloop, iters)
-    if how == "strided":  # every element goes in and out of a vector register one by one
-        ldst *= M.STRIDED_SIMD_COST
-    tile = _register_tile(nest)
-    trips = iters / math.prod(lp.extent for lp in nest.loops[tile + 1 :]) if nest.loops else 1
+    ldst = _ldst_ops(nest, shapes, eff_lanes, vloop, iters, pump)
     terms = {
         "compute": compute,
         "load_store": ldst / M.LDST_PER_CYCLE / clock / cores,
-        "issue": (iters * instr / max(1.0, eff_lanes) + ldst + trips * M.LOOP_OVERHEAD_CYCLES * 4)
-        / 4
-        / clock
-        / cores,
+        "issue": (iters * instr / max(1.0, eff_lanes) + ldst) / M.ISSUE_WIDTH / clock / cores,
     }
     line = target.attrs.get("cache_line_bytes", 64)
     mem_nest, mem_shapes = _in_vector_order(nest, shapes, vloop)
@@ -383,6 +384,13 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
         list(zip(names, fp, strict=True)),
         lanes,
     )
+
+
+def _datapath_passes(vector_lanes: int, nest: Nest, target: Target) -> int:
+    """Passes through the core's SIMD datapath one vector instruction of `vector_lanes` takes."""
+    bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+    datapath = target.attrs.get("simd_datapath_bits") or target.attrs.get("simd_width") or bits
+    return max(1, math.ceil(vector_lanes * bits / max(1, datapath)))
 
 
 def _in_vector_order(nest: Nest, shapes, vloop: int):
