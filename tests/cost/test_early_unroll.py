@@ -109,3 +109,31 @@ def test_vector_loop_is_gccs(order, i_parts, j_parts, k_parts, expected, tmp_pat
     _, how, loop = _lanes(nest, shapes, Target("cpu"))
     assert how == "auto" and nest.loops[loop].var.name == expected
     assert expected in _gcc_vectorized_loops(sch.func, tmp_path)
+
+
+def test_conv_index_products_and_window_offsets():
+    # conv2d 32x28x28, 3x3: row pitches 784, 392, 28 are no powers of two, so gcc keeps each
+    # product (ff_0*784 + yy_1*392 + ...), and the rc_1 products fold to constants when rc_1
+    # is unrolled; ry_1, written out by the schedule, is a constant offset. gcc 12 counts
+    # "size: 41-5" for rc_1 (36 statements), 192 unrolled <= 200: unrolled
+    func = workloads.spec("conv2d_nchw").make(N=1, CI=32, H=28, W=28, CO=32, kernel=3)
+    sch = Schedule(func)
+    block = sch.get_block("conv2d_nchw")
+    nn, ff, yy, xx, rc, ry, rx = sch.get_loops(block)
+    ff0, ff1, ff2 = sch.split(ff, [32, 1, 1])
+    yy0, yy1, yy2 = sch.split(yy, [1, 2, 14])
+    xx0, xx1 = sch.split(xx, [4, 7])
+    rc0, rc1 = sch.split(rc, [4, 8])
+    ry0, ry1 = sch.split(ry, [1, 3])
+    rx0, rx1 = sch.split(rx, [1, 3])
+    sch.reorder(nn, ff0, yy0, xx0, rc0, ry0, rx0, yy1, ff1, ff2, yy2, xx1, rx1, ry1, rc1)
+    sch.unroll(ry1)
+    nest = extract(sch.func)[-1]
+    shapes = [M.analyze_access(a, nest) for a in nest.accesses]
+    names = [lp.var.name for lp in nest.loops]
+    rc_1, constant = names.index("rc_1"), {names.index("rc_1"), names.index("ry_1")}
+    size = sum(c for c, deps in body_statements(nest, shapes) if not deps <= constant)
+    assert 34 <= size <= 38 and 8 * size * 2 / 3 <= 200
+    assert rc_1 in unrolled_before_vectorizing(nest, shapes)
+    # so gcc vectorizes xx_1 around the kept rx_1 loop
+    assert predict(sch.func, "cpu").nests[-1].vectorization == "auto"
