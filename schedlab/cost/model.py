@@ -7,17 +7,20 @@ capacity C holds the nest below the outermost level whose total footprint fits i
 rows a power-of-two pitch apart count for the few sets they map to); the traffic into that cache
 is that footprint times the trips of the loops outside it. Compute time follows the C back end as
 gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`; or the loop gcc
-auto-vectorizes: the innermost spatial loop with contiguous stores once the short loops inside
-it are unrolled, or around one reduction loop (outer-loop vectorization); remainders included),
-and the latency of the reduction chains: a sum stays in a register across the reduction steps
-inside the vector loop and goes through memory (a store forwarded to the next load) between
-the others, overlapped as far as the out-of-order window sees independent outputs; and the
-cores used by `parallel` loops (with load imbalance). The init of a reduction is hoisted out
-of its loops by LowerInitBlock, so no branch sits in them.
+auto-vectorizes once its early complete unrolling, estimated from gcc's own size model in
+`early_unroll.py`, has removed the short loops: the innermost loop left when it is spatial with
+contiguous stores, a dense group of unrolled stores, or the loop around it (outer-loop
+vectorization); remainders included; vectors wider than the core's datapath issue in passes;
+strided accesses in a vector loop move element by element), and the latency of the reduction
+chains: a sum stays in a register across the reduction steps inside the vector loop and goes
+through memory (a store forwarded to the next load) between the others, overlapped as far as
+the out-of-order window sees independent outputs; and the cores used by `parallel` loops (with
+load imbalance). The init of a reduction is hoisted out of its loops by LowerInitBlock, so no
+branch sits in them.
 
 The constants below were fitted on `schedlab bench-cost`'s tuning seeds (see benchmark.py)
-within what the hardware documents allow; gcc's own limits are from its -fopt-info-vec
-reports on those schedules."""
+within what the hardware documents allow; gcc's own limits are its --param defaults and its
+-fopt-info-vec / -fdump-tree-cunrolli-details reports on those schedules."""
 
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ VECTOR_FORWARD_CYCLES = 8  # a vector store forwarded to the next load of the sa
 # loads + stores per cycle per core: Zen 4 and recent Intel cores issue 3 loads and 2 stores
 # a cycle (fewer at 512 bits); 4 fits bench-cost's tuning seeds best
 LDST_PER_CYCLE = 4
-# an `omp simd` loop over non-contiguous stores: each element is inserted into / extracted from
-# a vector register by itself, so its loads and stores cost about this many times scalar ones
+# a vector loop over a non-contiguous access (an `omp simd` across rows, a strided load): each
+# element is inserted into / extracted from its vector register by itself, at about this many
+# times the cost of a scalar load or store
 STRIDED_SIMD_COST = 3.0
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 16.0, "L3": 16.0}

@@ -130,8 +130,8 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     last = len(nest.loops) - 1
     writes = [sh for sh in shapes if sh.access.write]
     if nest.loops[last].kind == ForKind.VECTORIZED:
-        # `omp simd` packs lanes only when the stores along the loop are contiguous; across
-        # rows (a column of C) gcc builds each vector element by element: slower than scalar
+        # `omp simd` packs contiguous stores directly; across rows (a column of C) the
+        # arithmetic is still vector, but gcc moves each element in and out by itself
         if all(sh.linear_stride[last] == 1 for sh in writes):
             return _vector_fill(nest.loops[last].extent, width), "explicit", last
         return _vector_fill(nest.loops[last].extent, width), "strided", last
