@@ -118,6 +118,11 @@ def _dtype(name: str) -> str:
     )
 
 
+def _element_bits(nest: Nest) -> int:
+    """Bits of the element type the block stores (float32: 32)."""
+    return max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+
+
 def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     """Vector lanes (average elements per vector instruction), how they come about ("explicit",
     "auto", "strided" or "none"), and the loop that carries them, as gcc -O3 emits the C. A
@@ -125,7 +130,7 @@ def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     lanes: 8 + 4 + 2)."""
     if not nest.loops:
         return 1.0, "none", -1
-    bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+    bits = _element_bits(nest)
     width = max(1, target.simd_width // bits) if not target.is_gpu else 1
     last = len(nest.loops) - 1
     writes = [sh for sh in shapes if sh.access.write]
@@ -211,7 +216,7 @@ def _widest_vector(fill: float, vloop: int, nest: Nest, target: Target) -> int:
     not above the elements it covers."""
     if fill <= 1.0 or vloop < 0:
         return 1
-    bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+    bits = _element_bits(nest)
     width = max(1, target.simd_width // bits)
     return min(width, 1 << (math.ceil(fill) - 1).bit_length()) if fill < width else width
 
@@ -388,7 +393,7 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
 
 def _datapath_passes(vector_lanes: int, nest: Nest, target: Target) -> int:
     """Passes through the core's SIMD datapath one vector instruction of `vector_lanes` takes."""
-    bits = max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
+    bits = _element_bits(nest)
     datapath = target.attrs.get("simd_datapath_bits") or target.attrs.get("simd_width") or bits
     return max(1, math.ceil(vector_lanes * bits / max(1, datapath)))
 

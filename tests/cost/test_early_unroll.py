@@ -13,6 +13,7 @@ from schedlab.cost import model as M
 from schedlab.cost import predict
 from schedlab.cost.early_unroll import body_statements, unrolled_before_vectorizing
 from schedlab.cost.nest import extract
+from schedlab.cost.predict import _lanes
 from schedlab.schedule import Schedule
 from schedlab.target import Target
 
@@ -104,8 +105,6 @@ def test_vector_loop_is_gccs(order, i_parts, j_parts, k_parts, expected, tmp_pat
     sch = _tiled_gemm(order, i_parts, j_parts, k_parts)
     nest = extract(sch.func)[0]
     shapes = [M.analyze_access(a, nest) for a in nest.accesses]
-    from schedlab.cost.predict import _lanes
-
     _, how, loop = _lanes(nest, shapes, Target("cpu"))
     assert how == "auto" and nest.loops[loop].var.name == expected
     assert expected in _gcc_vectorized_loops(sch.func, tmp_path)
