@@ -20,6 +20,8 @@ import math
 
 from schedlab.ir.stmt import ForKind
 
+from .model import eval_int
+
 # gcc's --param defaults (gcc 12; unchanged for many releases)
 MAX_PEEL_TIMES = 16  # max-completely-peel-times
 MAX_PEELED_INSNS = 200  # max-completely-peeled-insns
@@ -88,8 +90,6 @@ def _flattened_index(terms, nodes: dict):
 
 def _constant_offset(sh) -> bool:
     """Whether the flattened index has a constant term (a window offset): one more add."""
-    from .model import eval_int
-
     base = [eval_int(i, {}) for i in sh.access.indices]
     rows = [math.prod(sh.shape[d + 1 :]) for d in range(len(sh.shape))]
     return sum(b * r for b, r in zip(base, rows, strict=True)) != 0

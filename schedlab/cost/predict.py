@@ -168,7 +168,7 @@ def _auto_vector_loop(nest: Nest, shapes, writes) -> tuple[int, int] | None:
         group = min(_store_group(sh, nest, inner + 1) for sh in writes)
         if group[0] > 1:
             return group
-        stride = _short_stride(nest, writes, inner, unrolled)
+        stride = _short_stride(nest, writes, inner)
         if stride is not None:
             return stride
     outer = inner - 1
@@ -178,17 +178,13 @@ def _auto_vector_loop(nest: Nest, shapes, writes) -> tuple[int, int] | None:
     return None
 
 
-def _short_stride(nest: Nest, writes, cand: int, unrolled: set[int]) -> tuple[int, int] | None:
-    """(elements, loop) for a loop whose store moves by a short constant stride (a small image
-    row) with nothing left inside it: gcc's cost model still vectorizes it with element
-    inserts. A stride equal to the dense group the unrolled loops inside store makes it
-    contiguous after all."""
+def _short_stride(nest: Nest, writes, cand: int) -> tuple[int, int] | None:
+    """(elements, loop) for the innermost loop left, `cand`, when its store moves by a short
+    constant stride (a small image row) and no unrolled loop sits inside it: gcc's cost model
+    still vectorizes it with element inserts."""
     stores = [sh.linear_stride[cand] for sh in writes]
-    group = min(_store_group(sh, nest, cand + 1) for sh in writes)
-    if group[0] > 1 and all(st == group[0] for st in stores):
-        return nest.loops[cand].extent * group[0], group[1]
-    inside = any(j in unrolled for j in range(cand + 1, len(nest.loops)))
-    short = not inside and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
+    innermost = cand == len(nest.loops) - 1
+    short = innermost and all(0 < st <= M.AUTOVEC_MAX_STORE_STRIDE for st in stores)
     if short and nest.loops[cand].extent >= 4:
         return nest.loops[cand].extent, cand
     return None
