@@ -2,7 +2,8 @@
 `bench-schedule` (how responsive scheduling is),
 `bench-cost` (cost model vs measurements), `bench-explorer` (the explorer's apply latency and
 session isolation in a real browser), `run model.onnx` (import, compile, run, time),
-`serve` (the explorer web app)."""
+`serve` (the explorer web app), `tune <workload|model.onnx>` (the tuner), `bench-tune` (tuned
+kernels next to numpy and onnxruntime)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     explorer.add_argument("--sessions", type=int, default=10, help="concurrent sessions")
     explorer.add_argument("--size", default=None, help="gemm sizes (default 1024)")
     _add_run_parser(commands)
+    from schedlab.tune.bench import add_bench_tune_parser
+    from schedlab.tune.command import add_tune_parser
+
+    add_tune_parser(commands)
+    add_bench_tune_parser(commands)
     serve = commands.add_parser(
         "serve", help="start the explorer web app (Panel) on a built-in example or your model"
     )
@@ -135,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if result.isolated and not result.external_requests else 1
         elif args.command == "serve":
             _serve(args)
+        elif args.command == "tune":
+            from schedlab.tune.command import run_tune_command
+
+            run_tune_command(args)
+        elif args.command == "bench-tune":
+            from schedlab.tune.bench import run_tune_bench
+
+            return run_tune_bench(args)
         elif args.command == "run":
             from schedlab.run import run_command
 

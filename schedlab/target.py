@@ -112,6 +112,19 @@ class Target:
             raise ValueError(f"peak_flops: no estimate for dtype {dtype!r}; known: {list(table)}")
         return table[str(dtype)] * 1e9
 
+    def describe(self) -> str:
+        """One line for reports: `cpu: AMD EPYC x86_64, 2 cores, 512-bit SIMD (avx512f), ...`."""
+        attrs = self.attrs
+        if self.kind != "cpu":
+            return f"{self.kind}: {attrs.get('arch', '')}".rstrip(": ")
+        isa = [f for f in ("avx512f", "avx2", "neon", "sve") if f in (attrs.get("isa") or ())]
+        vector = isa[0] if isa else "scalar"
+        return (
+            f"cpu: {attrs.get('model', '?')} {attrs.get('arch', '')}, {attrs.get('num_cores')} "
+            f"cores, {attrs.get('simd_width')}-bit SIMD ({vector}), "
+            f"L2 {attrs.get('l2_bytes', 0) // 1024} KiB"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: {"kind": ..., **attrs}."""
         return {"kind": self.kind, **_jsonable(self.attrs)}

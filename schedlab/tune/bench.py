@@ -1,0 +1,175 @@
+"""`schedlab bench-tune` (`make bench-tune`): tune, then time the tuned kernels next to numpy and
+the tuned models next to onnxruntime, side by side in this one process, as ratios.
+
+Cases (the goals of the tuner issue, TVM MetaSchedule's figures in brackets):
+  gemm     gemm 1024^3 fp32, 64 trials: >= 0.9x numpy (0.69x), tuning <= 90 s on 2 cores
+  dense    dense + bias + ReLU 1024: >= 1.0x numpy (1.0x)
+  softmax  softmax over rows, 4096 x 1024: >= 1.3x numpy (1.27x)
+  models   the onnx package's light_squeezenet and light_resnet50, 64 trials per task:
+           >= 1.0x onnxruntime
+Every tuned kernel is checked against the numpy reference before it is timed. The learned cost
+model's held-out rank correlation has its own script: `python -m schedlab.tune.bench_model`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.target import Target
+from schedlab.timing import time_side_by_side
+
+KERNEL_CASES = {
+    # case: (workload, sizes, goal vs numpy)
+    "gemm": ("gemm", {"M": 1024, "N": 1024, "K": 1024}, 0.9),
+    "dense": ("matmul_bias_relu", {"M": 1024, "N": 1024, "K": 1024}, 1.0),
+    "softmax": ("softmax", {"M": 4096, "N": 1024}, 1.3),
+}
+MODELS = {"light_squeezenet": 1.0, "light_resnet50": 1.0}
+GEMM_TUNING_GOAL_S = 90.0
+
+
+@dataclass
+class CaseResult:
+    name: str
+    ratio: float
+    goal: float
+    tuning_s: float
+    detail: str
+
+    @property
+    def met(self) -> bool:
+        return self.ratio >= self.goal
+
+
+def add_bench_tune_parser(commands) -> None:
+    bench = commands.add_parser(
+        "bench-tune", help="tune gemm, dense+bias+ReLU, softmax and two CNNs; ratios to "
+        "numpy/onnxruntime in one run",
+    )  # fmt: skip
+    bench.add_argument("--only", default="gemm,dense,softmax,models",
+                       help="comma-separated cases: gemm, dense, softmax, models")  # fmt: skip
+    bench.add_argument("--trials", type=int, default=64, help="trials per kernel (per task "
+                       "for the models)")  # fmt: skip
+    bench.add_argument("--work-dir", default=None, help="keep the records here (default: a "
+                       "temporary folder, so every run tunes afresh)")  # fmt: skip
+    bench.add_argument("--seed", type=int, default=0)
+
+
+def run_tune_bench(args) -> int:
+    """Run the chosen cases; returns 0 (a benchmark reports, it does not fail on a goal)."""
+    cases = [c.strip() for c in args.only.split(",") if c.strip()]
+    unknown = sorted(set(cases) - {*KERNEL_CASES, "models"})
+    if unknown:
+        raise ValueError(f"--only: unknown case(s) {', '.join(unknown)}; known: "
+                         f"{', '.join([*KERNEL_CASES, 'models'])}")  # fmt: skip
+    target = Target("cpu")
+    print(f"target: {target.describe()}")
+    _blas_note()
+    with tempfile.TemporaryDirectory(prefix="schedlab-bench-tune-") as scratch:
+        root = Path(args.work_dir or scratch)
+        results = []
+        for case in cases:
+            if case == "models":
+                results += [bench_model(m, target, args.trials, root / m, args.seed)
+                            for m in MODELS]  # fmt: skip
+            else:
+                results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
+    _print_results(results)
+    return 0
+
+
+def _blas_note() -> None:
+    blas = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
+    if blas:
+        print(f"note: {blas} is set and slows OpenBLAS; unset it for this command to compare")
+
+
+def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:
+    """Tune one workload, then time the best schedule next to numpy's baseline."""
+    import schedlab
+    from schedlab import workloads
+
+    from .task import TuneTask
+    from .tuner import tune_tasks
+
+    name, sizes, goal = KERNEL_CASES[case]
+    spec = workloads.spec(name)
+    func, reference = workloads.get(name, **sizes)
+    print(f"\n== {case}: {name} {sizes}, {trials} trials")
+    started = time.perf_counter()
+    result = tune_tasks([TuneTask(name, func, target)], work_dir, trials, seed=seed)
+    tuning_s = time.perf_counter() - started
+    sch = result.database.query_schedule(func, target)
+    if sch is None:
+        return CaseResult(case, 0.0, goal, tuning_s, "no successful candidate")
+    kernel = schedlab.build(sch.mod, target=target)
+    args = workloads.make_args(func, seed=1)
+    _check(kernel, args, reference, spec.num_outputs)
+    baseline = spec.bound_baseline(**sizes)
+    inputs = args[: len(args) - spec.num_outputs]
+    fns = {"tuned": lambda: kernel(*args), "numpy": lambda: baseline(*inputs)}
+    timings = time_side_by_side(fns, repeat=9, min_repeat_ms=100.0)
+    flops = spec.flops(**sizes)
+    ratio = timings["numpy"].median / timings["tuned"].median
+    detail = (f"tuned {flops / timings['tuned'].median / 1e9:.1f} GFLOP/s, numpy "
+              f"{flops / timings['numpy'].median / 1e9:.1f} GFLOP/s (medians)")  # fmt: skip
+    if case == "gemm":
+        verdict = "met" if tuning_s <= GEMM_TUNING_GOAL_S else "missed"
+        detail += f"; tuning {tuning_s:.0f} s (goal <= {GEMM_TUNING_GOAL_S:.0f} s: {verdict})"
+    return CaseResult(case, ratio, goal, tuning_s, detail)
+
+
+def _check(kernel, args, reference, num_outputs: int) -> None:
+    kernel(*args)
+    expected = reference(*args[: len(args) - num_outputs])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for got, want in zip(args[len(args) - num_outputs :], expected):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:
+    """Tune every kernel of an onnx-package model, compile it with the records, and time it
+    next to onnxruntime (outputs compared first)."""
+    from schedlab.run import load, run_model
+
+    from .relax_integration import extract_tasks
+    from .tuner import tune_tasks
+
+    path = model_path(name)
+    _, mod = load(str(path))
+    tasks = extract_tasks(mod, target)
+    print(f"\n== {name}: {len(tasks)} tasks, {trials} trials each")
+    started = time.perf_counter()
+    result = tune_tasks(tasks, work_dir, trials * len(tasks), max_trials_per_task=trials,
+                        seed=seed)  # fmt: skip
+    tuning_s = time.perf_counter() - started
+    report = run_model(str(path), str(target), database=result.database)
+    ratio = report.onnxruntime.median / report.schedlab.median
+    detail = (f"schedlab {report.schedlab.median * 1e3:.2f} ms, onnxruntime "
+              f"{report.onnxruntime.median * 1e3:.2f} ms (medians), max abs diff "
+              f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s")  # fmt: skip
+    return CaseResult(name, ratio, MODELS[name], tuning_s, detail)
+
+
+def model_path(name: str) -> Path:
+    """The onnx package's copy of a model of its backend test data ("light" set)."""
+    import onnx
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: not found at {path} (is the onnx package installed?)")
+    return path
+
+
+def _print_results(results: list[CaseResult]) -> None:
+    print("\ncase               ratio   goal   result  detail")
+    for r in results:
+        print(f"{r.name:<18} {r.ratio:5.2f}x {r.goal:5.2f}x  {'met' if r.met else 'missed':<6}  "
+              f"{r.detail}")  # fmt: skip
+    print("(ratio = reference median / schedlab median, measured interleaved; >1 is faster)")

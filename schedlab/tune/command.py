@@ -1,0 +1,104 @@
+"""`schedlab tune <workload | model.onnx> --target cpu --trials 64 --work-dir DIR`.
+
+A workload name tunes that one kernel (sizes from --size); an .onnx path imports the model and
+tunes its kernels together (--trials is then per task, as TVM's max_trials_per_task, and the
+global budget is trials x tasks). The run prints a progress bar and the summary table; Ctrl-C
+stops it cleanly (what was measured stays in the work dir, and the same command resumes).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+from schedlab.target import Target
+
+
+def add_tune_parser(commands) -> None:
+    tune = commands.add_parser(
+        "tune", help="tune a workload or the kernels of an ONNX model (resumable, Ctrl-C stops)"
+    )
+    tune.add_argument("what", help="a workload name (schedlab.workloads.names()) or a .onnx path")
+    tune.add_argument("--size", default=None,
+                      help="workload sizes: N or KEY=VALUE[,KEY=VALUE]")  # fmt: skip
+    tune.add_argument("--target", default="cpu", help="target (default: cpu, the host)")
+    tune.add_argument("--trials", type=int, default=64,
+                      help="measurements (per task for a model; default 64)")  # fmt: skip
+    tune.add_argument(
+        "--work-dir",
+        default=None,
+        help="where records go (default: tune_<name>); an existing one resumes",
+    )
+    tune.add_argument("--per-iter", type=int, default=16, help="candidates per batch")
+    tune.add_argument("--strategy", default="evolutionary",
+                      choices=["evolutionary", "replay-trace"])  # fmt: skip
+    tune.add_argument("--cost-model", default="xgb", choices=["xgb", "analytical", "random"])
+    tune.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="measure on a dask.distributed cluster (tcp://host:8786)",
+    )
+    tune.add_argument("--seed", type=int, default=0, help="search seed")
+    tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                      help="the shape of a model input with dynamic dimensions")  # fmt: skip
+
+
+def run_tune_command(args) -> None:
+    target = Target(args.target)
+    tasks, name = _tasks(args, target)
+    work_dir = Path(args.work_dir or f"tune_{name}")
+    print(f"tuning {len(tasks)} task(s) for {target} ({target.describe()}) in {work_dir}")
+    budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        result = _tune(args, tasks, work_dir, budget, stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if result.stopped:
+        print(f"stopped; the records are in {work_dir} and the same command resumes")
+
+
+def _tune(args, tasks, work_dir, budget, stop):
+    from .tuner import tune_tasks
+
+    measurer = None
+    if args.scheduler:
+        from .dask_measure import DaskMeasurer
+
+        measurer = DaskMeasurer(args.scheduler)
+    try:
+        return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
+                          num_trials_per_iter=args.per_iter, strategy=args.strategy,
+                          cost_model=args.cost_model, measurer=measurer, seed=args.seed,
+                          stop=stop)  # fmt: skip
+    finally:
+        if measurer is not None:
+            measurer.close()
+
+
+def _is_model(what: str) -> bool:
+    return what.endswith(".onnx")
+
+
+def _tasks(args, target):
+    from .task import TuneTask
+
+    if _is_model(args.what):
+        from schedlab.run import load, parse_shapes
+
+        from .relax_integration import extract_tasks
+
+        _, mod = load(args.what, parse_shapes(args.shape))
+        return extract_tasks(mod, target), Path(args.what).stem
+    from schedlab import workloads
+    from schedlab.bench import parse_sizes
+
+    if args.what not in workloads.names():
+        known = ", ".join(workloads.names())
+        raise ValueError(f"tune: {args.what!r} is neither a workload ({known}) nor an .onnx file")
+    sizes = parse_sizes(workloads.spec(args.what), args.size)
+    func, _ = workloads.get(args.what, **sizes)
+    return [TuneTask(args.what, func, target)], args.what
