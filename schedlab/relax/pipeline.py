@@ -2,15 +2,23 @@
 
     mod = schedlab.relax.get_pipeline("zero")(mod)        # legalize, fuse, no schedules
     seq = schedlab.relax.get_default_pipeline("cpu")     # the target's four phases
+    seq = schedlab.relax.get_default_pipeline("cpu", database=db)   # tuned schedules first
 
 `get_default_pipeline(target)` reads `schedlab/backend/<kind>/pipeline.py`, which defines
 library_dispatch_passes, legalize_passes, dataflow_lower_passes and finalize_passes (each
 `target -> list[Pass]`). Everything is one Sequential: instruments (PassRecorder) see each pass.
+
+Tuning hooks in at one point of every backend: the first pass named "ApplyDefaultSchedule"
+(dlight's pass; the end of library dispatch + legalize when a backend has none). The passes
+before it (`pre_schedule_passes`) make the unscheduled kernels that `schedlab.tune` extracts
+as tasks; with a database, `ApplyDatabase` goes in right there, so tuned kernels are scheduled
+first and the default schedule only takes the rest. Backends need no tuning code of their own.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from schedlab.errors import LoweringError
 from schedlab.ir.function import IRModule, PrimFunc
@@ -20,6 +28,7 @@ from schedlab.target import Target
 from . import expr as X
 
 PHASES = ("library_dispatch_passes", "legalize_passes", "dataflow_lower_passes", "finalize_passes")
+SCHEDULE_PASS = "ApplyDefaultSchedule"  # where tuned schedules go in (see the module docstring)
 
 
 def AttachGlobalSymbol() -> Pass:  # noqa: N802 - TVM's name: a pass factory
@@ -60,16 +69,46 @@ def _default_build() -> list[Pass]:
     return [*_zero(), T.ToNonDataflow(), T.CallTIRRewrite(), T.StaticPlanBlockMemory()]
 
 
-_PIPELINES = {"zero": _zero, "default_build": _default_build}
+def _static_shape_tuning(*, target, total_trials: int, work_dir="tuning_logs",
+                         max_trials_per_task=None, tune_options=None) -> list[Pass]:  # fmt: skip
+    from schedlab.tune.relax_integration import ApplyDatabase, TuneIRModule
+
+    tune = []
+    if total_trials:  # 0: apply what work_dir holds, tune nothing (as TVM)
+        options = tune_options or {}
+        tune = [TuneIRModule(target, work_dir, total_trials, max_trials_per_task, **options)]
+    return [*pre_schedule_passes(target), *tune, ApplyDatabase(work_dir, target)]
 
 
-def get_pipeline(name: str = "zero") -> Sequential:
-    """The named pipeline: "zero" (LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
-    FuseTIR, DeadCodeElimination) or "default_build" (zero, then ToNonDataflow, CallTIRRewrite,
-    StaticPlanBlockMemory: the VM form, kernels unscheduled)."""
+_PIPELINES = {
+    "zero": _zero,
+    "default_build": _default_build,
+    "static_shape_tuning": _static_shape_tuning,
+}
+
+
+def get_pipeline(name: str = "zero", **options) -> Sequential:
+    """The named pipeline:
+
+    - "zero": LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR,
+      DeadCodeElimination (kernels unscheduled).
+    - "default_build": zero, then ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory: the VM
+      form, kernels unscheduled.
+    - "static_shape_tuning" (options `target`, `total_trials`, `work_dir="tuning_logs"`,
+      `max_trials_per_task=None`, `tune_options=None`: a dict for `tune_tasks`): the target's
+      passes up to its default schedule, then tuning every kernel into the database in
+      `work_dir` (skipped when `total_trials` is 0), then `ApplyDatabase`. It does not lower:
+      `schedlab.compile(mod, target)` follows, and its default schedule takes the kernels the
+      database does not cover.
+    """
     if name not in _PIPELINES:
         raise ValueError(f"get_pipeline: unknown pipeline {name!r}; known: {', '.join(_PIPELINES)}")
-    return Sequential(_PIPELINES[name](), name=name)
+    factory = _PIPELINES[name]
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as err:
+        raise TypeError(f"get_pipeline({name!r}): {err}") from None
+    return Sequential(factory(**options), name=name)
 
 
 def backend_pipeline_module(target: Target):
@@ -84,11 +123,31 @@ def backend_pipeline_module(target: Target):
         ) from None
 
 
-def get_default_pipeline(target: str | Target = "cpu") -> Sequential:
-    """The target's pipeline: its four phases, in order, as one Sequential."""
+def pre_schedule_passes(target: str | Target = "cpu") -> list[Pass]:
+    """The target's library dispatch and legalize passes up to its first default-schedule pass:
+    they leave every kernel fused and unscheduled, as tuning sees it."""
+    return _split_at_schedule(Target(target))[0]
+
+
+def get_default_pipeline(target: str | Target = "cpu", database=None) -> Sequential:
+    """The target's pipeline: its four phases, in order, as one Sequential. With `database`
+    (a `schedlab.tune.Database` or its work_dir), `ApplyDatabase` runs just before the default
+    schedule and gives each kernel the database holds its best tuned schedule."""
     target = Target(target)
+    before, after = _split_at_schedule(target)
+    if database is not None:
+        from schedlab.tune.relax_integration import ApplyDatabase
+
+        before.append(ApplyDatabase(database, target))
+    return Sequential([*before, *after], name=f"default_pipeline[{target.kind}]")
+
+
+def _split_at_schedule(target: Target) -> tuple[list[Pass], list[Pass]]:
+    """All the target's passes, split before the first SCHEDULE_PASS of its library dispatch
+    and legalize phases (after them when they have none)."""
     module = backend_pipeline_module(target)
-    passes = []
-    for phase in PHASES:
-        passes.extend(getattr(module, phase)(target))
-    return Sequential(passes, name=f"default_pipeline[{target.kind}]")
+    phases = [getattr(module, phase)(target) for phase in PHASES]
+    early = [*phases[0], *phases[1]]
+    point = next((i for i, p in enumerate(early) if p.name == SCHEDULE_PASS), len(early))
+    late = [*early[point:], *phases[2], *phases[3]]
+    return early[:point], late

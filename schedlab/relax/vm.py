@@ -95,11 +95,18 @@ class Executable:
 
 # -- compile ----------------------------------------------------------------------------------
 def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
-    mod: IRModule, target: str | Target = "cpu", pipeline: Pass | str | None = None
+    mod: IRModule,
+    target: str | Target = "cpu",
+    pipeline: Pass | str | None = None,
+    database=None,
 ) -> Executable:
     """Run `pipeline` (default: the target's `get_default_pipeline`; a name goes to
     `get_pipeline`) on `mod`, build every PrimFunc for `target`, and translate every graph
-    function into VM instructions."""
+    function into VM instructions.
+
+    `database` (a `schedlab.tune.Database` or its work_dir) gives the kernels it holds their
+    best tuned schedules, before the default schedule takes the rest (TVM's compile_relax);
+    it goes into the default pipeline, so it cannot be combined with `pipeline`."""
     from schedlab.backend.build import build
 
     from .pipeline import get_default_pipeline, get_pipeline
@@ -108,7 +115,12 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
         raise TypeError(f"compile: expected an IRModule, got {type(mod).__name__}")
     target = Target(target)
     if pipeline is None:
-        pipeline = get_default_pipeline(target)
+        pipeline = get_default_pipeline(target, database=database)
+    elif database is not None:
+        raise ValueError(
+            "compile: give database= with the default pipeline, or put "
+            "schedlab.tune.relax_integration.ApplyDatabase(database) into your pipeline"
+        )
     elif isinstance(pipeline, str):
         pipeline = get_pipeline(pipeline)
     with target:
