@@ -196,7 +196,7 @@ class _TuningLoop:
         results = self._measure(index, candidates, listeners, stop)
         candidates = candidates[: len(results)]  # a stop may cut the batch short
         search.notify(candidates, results)
-        secs = [_median(r.run_secs) if r.run_secs else None for r in results]
+        secs = [r.median_secs if r.ok else None for r in results]
         self.cost_model.update(task, [c.mod for c in candidates], secs)
         progress.end_round()
 
@@ -219,13 +219,11 @@ class _TuningLoop:
         return self.measurer.measure(inputs, on_result=on_result, stop=stop)
 
     def _record(self, index: int, candidate: Candidate, result, listeners) -> None:
-        from .database import make_record
-
         task, progress = self.tasks[index], self.progress[index]
-        self.database.commit_record(make_record(task, candidate.trace, result))
+        self.database.commit_record(result.to_record(task, candidate.trace))
         progress.trials += 1
         self.measured_now += 1
-        latency = _median(result.run_secs) if result.run_secs else None
+        latency = result.median_secs if result.ok else None
         if latency is not None:
             progress.best = min(progress.best, latency)
         event = TrialEvent(
@@ -263,14 +261,8 @@ class _TuningLoop:
         result = self.measurer.remeasure_in_fresh_process(
             MeasureInput.from_schedule(sch, task.target, task.name)
         )
-        return _median(result.run_secs) if result.run_secs else None
+        return result.median_secs if result.ok else None
 
     def close(self) -> None:
         if self.own_measurer:
             self.measurer.close()
-
-
-def _median(values) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
