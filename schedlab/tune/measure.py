@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
-from queue import SimpleQueue
+from queue import LifoQueue
 from typing import Any, Protocol
 
 from schedlab.ir.function import PrimFunc
@@ -205,10 +205,11 @@ def _worker_env() -> dict[str, str]:
 
 class _Pool:
     """Up to `size` workers shared by threads: a call takes an idle worker (starting one when
-    none is left or the last one died) and puts it back afterwards."""
+    none is left or the last one died) and puts it back afterwards. The idle stack is last in,
+    first out, so calls one after another reuse one worker instead of starting `size`."""
 
     def __init__(self, size: int, jobs_per_worker: int | None = None):
-        self._idle: SimpleQueue[_Worker | None] = SimpleQueue()
+        self._idle: LifoQueue[_Worker | None] = LifoQueue()
         for _ in range(size):
             self._idle.put(None)
         self._all: list[_Worker] = []

@@ -107,13 +107,15 @@ def test_build_error_is_a_result_and_the_batch_goes_on(measurer):
 
 
 def test_build_timeout_then_the_builder_recovers():
-    builder = LocalBuilder(max_workers=1, timeout_s=0.01)
+    builder = LocalBuilder(max_workers=2, timeout_s=0.01)
     try:
         inp = MeasureInput.from_schedule(_gemm(16))  # not built yet: gcc takes far longer
         result = builder.build_one(inp)
         assert result.error == "build: timed out after 0.01 s" and result.artifact is None
         builder.timeout_s = 60.0
         assert builder.build_one(inp).error is None
+        assert builder.build_one(inp).error is None
+        assert len(builder._pool._all) == 1  # calls one after another reuse the live worker
     finally:
         builder.close()
 
