@@ -99,6 +99,10 @@ def _add_run_parser(commands) -> None:
     )  # fmt: skip
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--repeat", type=int, default=5, help="interleaved measurements")
+    run.add_argument(
+        "--database", default=None, metavar="WORK_DIR",
+        help="use the tuned schedules recorded in this `schedlab tune` work dir",
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.run import run_command
 
             run_command(args.model, args.target, args.profile, args.shape, seed=args.seed,
-                        repeat=args.repeat)  # fmt: skip
+                        repeat=args.repeat, database=args.database)  # fmt: skip
     except (schedlab.SchedlabError, ValueError) as err:
         print(f"schedlab {args.command}: error: {err}", file=sys.stderr)
         return 2

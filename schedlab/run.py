@@ -89,12 +89,13 @@ def load(path: str, shapes: dict | None = None):
     return model, from_onnx(model, shapes)
 
 
-def compile_vm(mod, target: str = "cpu"):
-    """Compile `mod` for `target` and wrap it in a VirtualMachine."""
+def compile_vm(mod, target: str = "cpu", database=None):
+    """Compile `mod` for `target` (kernels the tuning `database` holds get their tuned
+    schedules) and wrap it in a VirtualMachine."""
     from schedlab.relax.vm import VirtualMachine
     from schedlab.relax.vm import compile as compile_module
 
-    return VirtualMachine(compile_module(mod, target=target))
+    return VirtualMachine(compile_module(mod, target=target, database=database))
 
 
 def _as_tuple(result) -> tuple:
@@ -141,11 +142,13 @@ def run_model(
     repeat: int = 5,
     min_repeat_ms: float = 20.0,
     use_onnxruntime: bool = True,
+    database=None,
 ) -> RunReport:
-    """Import, compile and run the model at `path`; time it next to onnxruntime."""
+    """Import, compile and run the model at `path` (with the tuned schedules of `database`,
+    a tuning Database or its work_dir, when given); time it next to onnxruntime."""
     model, mod = load(path, shapes)
     arrays = random_inputs(mod, seed)
-    vm = compile_vm(mod, target)
+    vm = compile_vm(mod, target, database)
     outputs = _as_tuple(vm["main"](*arrays))
     names = [out.name for out in model.graph.output]
     described = [(n, tuple(np.shape(o)), str(np.asarray(o).dtype)) for n, o in zip(names, outputs)]
