@@ -148,6 +148,12 @@ def _split_at_schedule(target: Target) -> tuple[list[Pass], list[Pass]]:
     module = backend_pipeline_module(target)
     phases = [getattr(module, phase)(target) for phase in PHASES]
     early = [*phases[0], *phases[1]]
-    point = next((i for i, p in enumerate(early) if p.name == SCHEDULE_PASS), len(early))
-    late = [*early[point:], *phases[2], *phases[3]]
-    return early[:point], late
+    point = schedule_point(early)
+    return early[:point], [*early[point:], *phases[2], *phases[3]]
+
+
+def schedule_point(passes: list[Pass]) -> int:
+    """The index of the first SCHEDULE_PASS in `passes` (a backend may schedule in several
+    rounds, as TVM's Adreno pipeline does: tuned kernels go in before the first); the end of
+    `passes` when there is none."""
+    return next((i for i, p in enumerate(passes) if p.name == SCHEDULE_PASS), len(passes))
