@@ -21,6 +21,7 @@ import os
 import warnings
 from collections import Counter
 
+from schedlab.dlight.base import SCHEDULED_ATTR, is_scheduled
 from schedlab.errors import LoweringError, SchedlabError
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.functor import post_order_visit
@@ -31,7 +32,6 @@ from schedlab.target import Target
 
 from .task import TuneTask, workload_key
 
-SCHEDULED_ATTR = "tir.is_scheduled"  # dlight's mark (schedlab.dlight.base), shared on purpose
 FROM_DATABASE_ATTR = "tune.from_database"  # True on kernels ApplyDatabase scheduled
 
 
@@ -59,7 +59,7 @@ def tasks_of(mod: IRModule, target: str | Target = "cpu") -> list[TuneTask]:
     weights: Counter[str] = Counter()
     for callee in call_tir_callees(mod):
         func = mod.get(callee)
-        if not isinstance(func, PrimFunc) or func.attrs.get(SCHEDULED_ATTR):
+        if not isinstance(func, PrimFunc) or is_scheduled(func):
             continue
         task_func = workload_func(func)
         key = workload_key(task_func)
@@ -110,7 +110,7 @@ def ApplyDatabase(  # noqa: N802 - TVM's name (MetaScheduleApplyDatabase): a pas
         current = fixed or Target.current() or Target("cpu")
         updated = {}
         for name, func in mod.items():
-            if isinstance(func, PrimFunc) and not func.attrs.get(SCHEDULED_ATTR):
+            if isinstance(func, PrimFunc) and not is_scheduled(func):
                 scheduled = _from_database(db, name, func, current, enable_warning)
                 if scheduled is not None:
                     updated[name] = scheduled
