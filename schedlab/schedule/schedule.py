@@ -22,6 +22,7 @@ from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.stmt import Block, For
 from schedlab.ir.structural import structural_fingerprint
 from schedlab.ir.verify import VerifyError, verify
+from schedlab.target import Target
 
 from .errors import RENDER_LEVELS, HandleError, ScheduleError
 from .handles import BlockRV, ExprRV, LoopRV, is_handle
@@ -67,11 +68,12 @@ class Schedule:
             raise ValueError(f"Schedule: the function is not well-formed: {err}") from None
         self.debug = debug
         self.error_render_level = error_render_level
-        self.target = target
+        self.target = None if target is None else Target(target)
         self.workload_fingerprint = structural_fingerprint(mod)
-        trace = Trace(
-            workload=self.workload_fingerprint, target=None if target is None else str(target)
-        )
+        # the trace keeps the target as given: a bare kind ("cpu") replays on any target of
+        # that kind (a portable trace), a full Target only on an equal one
+        recorded = target if isinstance(target, str) or target is None else str(self.target)
+        trace = Trace(workload=self.workload_fingerprint, target=recorded)
         self._versions = [_Version(ScheduleState(mod), trace=trace, rng_state=normalize_seed(seed))]
         self._cursor = 0
 

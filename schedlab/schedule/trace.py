@@ -133,10 +133,14 @@ class Trace:
                 f"{self.workload[:16]}..., the schedule's is {sch.workload_fingerprint[:16]}... "
                 "(a trace only replays on the function it was made for)"
             )
-        if self.target is not None and sch.target is not None and self.target != str(sch.target):
+        if (
+            self.target is not None
+            and sch.target is not None
+            and not _same_target(self.target, sch.target)
+        ):
             raise TraceError(
-                f"this trace was tuned for target {self.target!r}, the schedule is for "
-                f"{str(sch.target)!r}"
+                f"this trace was tuned for target {_describe(self.target)!r}, the schedule is "
+                f"for {_describe(sch.target)!r}"
             )
 
     # -- serialization ----------------------------------------------------------------------
@@ -312,6 +316,28 @@ def _read_json(data) -> Trace:
 
     insts, decisions = read_instructions(data.get("insts"), data.get("decisions", []))
     return Trace(tuple(insts), decisions, data.get("workload"), data.get("target"))
+
+
+def _same_target(recorded: str, target) -> bool:
+    """Whether a trace recorded for `recorded` is for `target`: a bare kind ("cpu", "cuda")
+    matches any target of that kind, a full Target (its JSON) only an equal one."""
+    from schedlab.target import Target
+
+    try:
+        if not recorded.lstrip().startswith("{"):
+            return Target(recorded).kind == Target(target).kind
+        return Target(recorded) == Target(target)
+    except ValueError:
+        return recorded == str(target)
+
+
+def _describe(target) -> str:
+    from schedlab.target import Target
+
+    try:
+        return Target(target).describe()
+    except ValueError:
+        return str(target)
 
 
 @primitive(POSTPROC_MARKER, inputs=())

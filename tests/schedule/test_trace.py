@@ -13,6 +13,7 @@ from schedlab.ir.expr import FloatImm, IntImm
 from schedlab.schedule import Schedule, ScheduleError, Trace, TraceError
 from schedlab.schedule.values import decode_value, encode_value, python_value
 from schedlab.script import tir as T
+from schedlab.target import Target
 
 from .helpers import assert_script_equal, assert_trace_roundtrip
 
@@ -270,8 +271,18 @@ def test_replay_on_a_different_target_says_so():
     sch = Schedule(func, target="cpu")
     sch.get_block("C")
     data = sch.trace.as_json()
-    assert data["target"] == "cpu"
-    with pytest.raises(TraceError, match="tuned for target 'cpu'"):
+    assert data["target"] == "cpu"  # a bare kind: portable to any CPU
+    with pytest.raises(TraceError, match="tuned for target 'cpu: .*', the schedule is for 'cuda"):
+        Trace.from_json(data).apply_to_schedule(Schedule(func, target="cuda"))
+    Trace.from_json(data).apply_to_schedule(Schedule(func, target=Target("cpu", num_cores=64)))
+    exact = Schedule(func, target=Target("cpu"))
+    exact.get_block("C")
+    data = exact.trace.as_json()
+    assert Target(data["target"]) == Target("cpu")  # a Target object: recorded in full
+    Trace.from_json(data).apply_to_schedule(Schedule(func, target="cpu"))
+    with pytest.raises(TraceError, match="tuned for target"):
+        Trace.from_json(data).apply_to_schedule(Schedule(func, target=Target("cpu", num_cores=64)))
+    with pytest.raises(TraceError, match="tuned for target"):
         Trace.from_json(data).apply_to_schedule(Schedule(func, target="cuda"))
     Trace.from_json(data).apply_to_schedule(Schedule(func))  # no target: nothing to check
 
