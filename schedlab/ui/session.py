@@ -25,6 +25,7 @@ from schedlab.ir.stmt import Block, BlockRealize, For, IterType, Stmt
 from schedlab.schedule.errors import TraceError
 from schedlab.script.printer import script_lines
 
+from . import tune_panel as TP
 from .model import ExplorerModel
 from .results import ApplyResult, Measurement, PredictionResult
 from .views import graph as G
@@ -44,14 +45,18 @@ class ActionError(ValueError):
 class ExplorerSession:
     """Owns an ExplorerModel; turns actions into model calls and the model into view state.
 
-    `on_update` is called (from a background thread) when something finishes outside an
-    action — a measurement — so the shell can push `state()` to its view.
+    `on_update` is called (from a background thread) when something changes outside an
+    action — a measurement ends, a tuning run makes progress — so the shell can push `state()`
+    to its view. `tune` is the session's tuning run (TuneController; tests pass one).
     """
 
     def __init__(self, model: ExplorerModel | None = None,
-                 on_update: Callable[[], None] | None = None):  # fmt: skip
+                 on_update: Callable[[], None] | None = None,
+                 tune: TP.TuneController | None = None):  # fmt: skip
         self.model = model or ExplorerModel()
         self.on_update = on_update
+        self.tune = tune or TP.TuneController()
+        self.tune.on_update = self._tune_updated
         self.seq = 0
         self.message: dict | None = None
         self._diff: tuple[int, int] | None = None
@@ -188,6 +193,57 @@ class ExplorerSession:
             for r in self.model.pipeline_records()
         ]  # fmt: skip
 
+    # -- the Tune panel: its refusals show in the panel, not as the explorer's message -----------
+    def _do_tune_start(self, action: dict) -> None:
+        def start() -> None:
+            target = action.get("target") or self.model.target.kind
+            if target not in TARGETS:
+                raise TP.TuneInputError(f"target must be one of {list(TARGETS)}, got {target!r}")
+            work_dir = action.get("work_dir")
+            if work_dir is not None and not isinstance(work_dir, str):
+                raise TP.TuneInputError(f"the folder must be text, got {work_dir!r}")
+            tasks, what = TP.tasks_for(self.model, action.get("scope") or "all",
+                                       self.model.target if target == self.model.target.kind
+                                       else target)  # fmt: skip
+            self.tune.start(tasks, what, target, action.get("trials", TP.DEFAULT_TRIALS),
+                            action.get("per_batch", TP.DEFAULT_PER_BATCH), work_dir)  # fmt: skip
+
+        self._tune_request(start)
+
+    def _do_tune_stop(self, action: dict) -> None:
+        self.tune.stop()
+
+    def _do_tune_resume(self, action: dict) -> None:
+        self._tune_request(lambda: self.tune.resume(action.get("trials"), action.get("per_batch")))
+
+    def _do_tune_open(self, action: dict) -> None:
+        opened = self._tune_request(
+            lambda: TP.open_record(
+                self.model, *self.tune.record(_str(action, "task"), _str(action, "candidate"))
+            )
+        )
+        if opened is not None:
+            self._compare = opened  # the tuned schedule beside the one the user had open
+            previous, branch = opened
+            text = (
+                f"opened the tuned schedule as branch {branch}; Compare shows it beside {previous}"
+            )
+            self.message = {"level": "info", "text": text, "uids": []}
+
+    def _tune_request(self, request: Callable):
+        """Run a Tune panel request; a refusal becomes the panel's error line."""
+        try:
+            result = request()
+        except (TP.TuneInputError, TraceError, SchedlabError) as err:
+            self.tune.error = str(err)
+            return None
+        self.tune.error = ""
+        return result
+
+    def _tune_updated(self) -> None:
+        if self.on_update is not None:
+            self.on_update()
+
     def _do_dismiss(self, action: dict) -> None:
         self.message = None
 
@@ -210,6 +266,7 @@ class ExplorerSession:
                 "target": str(m.target.kind), "functions": [
                     {"name": n, "kind": k} for n, k in m.functions()],
                 "func": m.func_name, "message": self.message,
+                "tune": {**self.tune.state(), "scopes": TP.scope_choices(m)},
             }  # fmt: skip
             if m.func_name is None:
                 return {**base, **_EMPTY}
@@ -294,6 +351,8 @@ class ExplorerSession:
         }  # fmt: skip
 
     def close(self) -> None:
+        """Stop the tuning run and the measurements (a closed browser tab, a stopped server)."""
+        self.tune.close()
         self.model.close()
 
 
