@@ -10,7 +10,11 @@ const TABS = [
   ["compare", "Compare"],
   ["pipeline", "Pipeline"],
   ["trace", "Trace"],
+  ["tune", "Tune"],
 ];
+
+// One color per tuning task in the convergence chart (then they repeat).
+const TASK_COLORS = ["#2f6feb", "#d62728", "#1b7f3b", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"];
 
 const KIND_BADGES = {
   parallel: "parallel",
@@ -460,6 +464,66 @@ function render({ model, el }) {
       ),
     ),
     tracePython,
+  );
+
+  // ---- tune pane: a background tuning run, its convergence and its best schedules ----
+  const tuneScope = h("select", { testid: "tune-scope", title: "What to tune" });
+  const tuneTarget = h("select", { testid: "tune-target", title: "Target" });
+  const tuneField = (testid, title) =>
+    h("input", { type: "text", testid, title, inputmode: "numeric", spellcheck: "false" });
+  const tuneTrials = tuneField("tune-trials", "Trials in all (measured candidates)");
+  const tuneBatch = tuneField("tune-per-batch", "Candidates built and measured per batch");
+  const tuneDir = h("input", {
+    type: "text",
+    testid: "tune-workdir",
+    placeholder: "a temporary folder",
+    spellcheck: "false",
+    title: "Where the run keeps its records (a folder on the server); resumable",
+  });
+  const tuneButton = (testid, label, primary) => {
+    const button = h("button", { type: "button", testid, class: primary ? "sl-primary" : null });
+    button.textContent = label;
+    return button;
+  };
+  const tuneStart = tuneButton("tune-start", "Start", true);
+  const tuneStop = tuneButton("tune-stop", "Stop");
+  const tuneResume = tuneButton("tune-resume", "Resume");
+  tuneStart.addEventListener("click", () => {
+    send({
+      type: "tune_start",
+      scope: tuneScope.value || "all",
+      target: tuneTarget.value,
+      trials: tuneTrials.value,
+      per_batch: tuneBatch.value,
+      work_dir: tuneDir.value,
+    });
+  });
+  tuneStop.addEventListener("click", () => send({ type: "tune_stop" }));
+  tuneResume.addEventListener("click", () => {
+    send({ type: "tune_resume", trials: tuneTrials.value, per_batch: tuneBatch.value });
+  });
+  const tuneStatus = h("div", { class: "sl-tune-status", testid: "tune-status", role: "status" });
+  const tuneError = h("div", { class: "sl-tune-error", testid: "tune-error", role: "alert" });
+  const tuneProgress = h("progress", { testid: "tune-progress", max: "1", value: "0" });
+  const tuneWhere = h("div", { class: "sl-tune-where" });
+  const tuneChart = h("div", { class: "sl-tune-chart", testid: "tune-chart" });
+  const tuneTop = h("div", { class: "sl-tune-top", testid: "tune-top" });
+  panes.tune.append(
+    h(
+      "div",
+      { class: "sl-tune-form" },
+      h("label", { class: "sl-field" }, "Tune", tuneScope),
+      h("label", { class: "sl-field" }, "Target", tuneTarget),
+      h("label", { class: "sl-field" }, "Trials", tuneTrials),
+      h("label", { class: "sl-field" }, "per batch", tuneBatch),
+      h("label", { class: "sl-field sl-tune-dir" }, "Folder", tuneDir),
+      h("div", { class: "sl-row-buttons" }, tuneStart, tuneStop, tuneResume),
+    ),
+    tuneError,
+    h("div", { class: "sl-tune-line" }, tuneProgress, tuneStatus),
+    tuneWhere,
+    tuneChart,
+    tuneTop,
   );
 
   function pythonFilename(name) {
@@ -1121,6 +1185,158 @@ function render({ model, el }) {
     exportPython.title = `download ${pythonFilename(trace.filename)}`;
   }
 
+  function renderTune(s) {
+    const t = s.tune || {};
+    const running = Boolean(t.running);
+    fillSelect(
+      tuneScope,
+      (t.scopes || []).map((c) => ({ value: c.value, label: c.label })),
+      tuneScope.value || t.scopes?.[0]?.value,
+    );
+    fillSelect(
+      tuneTarget,
+      (s.targets || []).map((name) => ({ value: name, label: name })),
+      tuneTarget.value || t.run?.target || s.target,
+    );
+    // The fields keep what the user typed; they start from the last run's settings.
+    if (!tuneTrials.value) tuneTrials.value = String(t.trials ?? 64);
+    if (!tuneBatch.value) tuneBatch.value = String(t.per_batch ?? 16);
+    for (const field of [tuneScope, tuneTarget, tuneTrials, tuneBatch, tuneDir]) {
+      field.disabled = running;
+    }
+    tuneStart.disabled = running || !(t.scopes || []).length;
+    tuneStop.disabled = !t.can_stop;
+    tuneResume.disabled = !t.can_resume;
+    tuneError.textContent = t.error || "";
+    tuneError.hidden = !t.error;
+    tuneStatus.textContent = t.text || "";
+    tuneStatus.className = `sl-tune-status sl-${t.status || "idle"}`;
+    const progress = t.progress || { trial: 0, trials: 0 };
+    tuneProgress.max = Math.max(progress.trials, 1);
+    tuneProgress.value = Math.min(progress.trial, progress.trials);
+    tuneProgress.hidden = !t.run;
+    tuneWhere.textContent = t.run
+      ? `${t.run.what} · ${t.run.target} · records in ${t.run.work_dir}`
+      : "Tuning measures candidate schedules in the background; the best open as branches.";
+    const label = running ? `Tune ${progress.trial}/${progress.trials}` : "Tune";
+    tabButtons.tune.textContent = label;
+    tabButtons.tune.classList.toggle("sl-running", running);
+    renderTuneChart(t.tasks || [], progress.trials);
+    renderTuneTop(t);
+  }
+
+  // Best latency so far against the task's trial count, one step line per task (log y when
+  // it spans a lot: early candidates are often 100x slower than the last ones).
+  function renderTuneChart(tasks, budget) {
+    const lines = tasks.filter((task) => (task.points || []).length);
+    if (!lines.length) {
+      const hint = tasks.length ? "Waiting for the first measured candidate…" : "";
+      tuneChart.replaceChildren(hint ? h("div", { class: "sl-empty" }, hint) : "");
+      return;
+    }
+    const [width, height, left, right, top, bottom] = [560, 200, 64, 12, 10, 26];
+    const values = lines.flatMap((task) => task.points.map((p) => p[1]));
+    const [min, max] = [Math.min(...values), Math.max(...values)];
+    const log = max / min > 20;
+    const f = (v) => (log ? Math.log10(v) : v);
+    let [lo, hi] = [f(min), f(max)];
+    if (hi === lo) [lo, hi] = [lo - (log ? 0.1 : lo * 0.1 || 1), hi + (log ? 0.1 : hi * 0.1 || 1)];
+    const xMax = Math.max(budget, ...lines.map((task) => task.trials), 1);
+    const x = (trial) => left + (trial * (width - left - right)) / xMax;
+    const y = (v) => top + ((hi - f(v)) * (height - top - bottom)) / (hi - lo);
+    const svg = [
+      `<svg viewBox="0 0 ${width} ${height}" role="img" aria-label="best latency per trial">`,
+      `<line class="sl-axis-line" x1="${left}" y1="${height - bottom}" x2="${width - right}" ` +
+        `y2="${height - bottom}"/>`,
+      `<line class="sl-axis-line" x1="${left}" y1="${top}" x2="${left}" y2="${height - bottom}"/>`,
+      `<text class="sl-axis" x="${left - 4}" y="${top + 8}">${formatSeconds(max)}</text>`,
+      `<text class="sl-axis" x="${left - 4}" y="${height - bottom}">${formatSeconds(min)}</text>`,
+      `<text class="sl-axis sl-x" x="${left}" y="${height - 8}">0</text>`,
+      `<text class="sl-axis sl-x" x="${width - right}" y="${height - 8}">${xMax}</text>`,
+      `<text class="sl-axis sl-x" x="${(left + width) / 2}" y="${height - 8}">trial</text>`,
+    ];
+    lines.forEach((task, i) => {
+      const color = TASK_COLORS[i % TASK_COLORS.length];
+      const steps = [];
+      task.points.forEach(([trial, best], k) => {
+        if (k) steps.push(`${x(trial).toFixed(1)},${y(task.points[k - 1][1]).toFixed(1)}`);
+        steps.push(`${x(trial).toFixed(1)},${y(best).toFixed(1)}`);
+      });
+      const last = task.points[task.points.length - 1][1];
+      steps.push(`${x(task.trials).toFixed(1)},${y(last).toFixed(1)}`);
+      svg.push(
+        `<polyline class="sl-tune-line-${i}" stroke="${color}" points="${steps.join(" ")}"/>`,
+      );
+      for (const [trial, best] of task.points) {
+        svg.push(
+          `<circle fill="${color}" cx="${x(trial).toFixed(1)}" cy="${y(best).toFixed(1)}" ` +
+            `r="3"><title>${escapeText(task.name)}, trial ${trial}: ` +
+            `${formatSeconds(best)}</title></circle>`,
+        );
+      }
+    });
+    svg.push("</svg>");
+    const legend = lines.map((task, i) =>
+      h(
+        "span",
+        { class: "sl-tune-key", style: `color: ${TASK_COLORS[i % TASK_COLORS.length]}` },
+        `${task.name}: ${task.best}`,
+        task.gflops ? ` (${task.gflops.toFixed(1)} GFLOP/s)` : "",
+      ),
+    );
+    const chart = h("div", { class: "sl-tune-svg" });
+    chart.innerHTML = svg.join("");
+    tuneChart.replaceChildren(
+      h("div", { class: "sl-card-title" }, "Best latency so far"),
+      chart,
+      h("div", { class: "sl-legend" }, legend, log ? " (log scale)" : ""),
+    );
+  }
+
+  function renderTuneTop(t) {
+    const top = t.top || [];
+    if (!top.length) {
+      tuneTop.replaceChildren();
+      return;
+    }
+    const several = (t.tasks || []).length > 1;
+    const rows = top.map((entry) => {
+      const open = h("button", {
+        type: "button",
+        testid: "tune-open",
+        title: "Open this schedule in the explorer as a new branch",
+        onclick: () => send({ type: "tune_open", task: entry.task, candidate: entry.candidate }),
+      });
+      open.textContent = "Open";
+      return h(
+        "tr",
+        { testid: "tune-top-row" },
+        h("td", { class: "sl-num" }, `#${entry.rank}`),
+        several ? h("td", {}, entry.task) : null,
+        h("td", { class: "sl-num" }, entry.text),
+        h("td", { class: "sl-num" }, entry.gflops ? entry.gflops.toFixed(1) : "–"),
+        h("td", {}, open),
+      );
+    });
+    tuneTop.replaceChildren(
+      h("div", { class: "sl-card-title" }, "Best schedules"),
+      h(
+        "table",
+        { class: "sl-table" },
+        h(
+          "tr",
+          {},
+          h("th", {}, "rank"),
+          several ? h("th", {}, "kernel") : null,
+          h("th", {}, "latency"),
+          h("th", {}, "GFLOP/s"),
+          h("th", {}, ""),
+        ),
+        rows,
+      ),
+    );
+  }
+
   function renderCode(s) {
     const code = s.code || { html: "", error: "", target: "" };
     codeHeader.textContent = code.target ? `generated code for ${code.target}` : "";
@@ -1229,6 +1445,7 @@ function render({ model, el }) {
     if (changed("compare", [s.compare, s.branches])) renderCompare(s);
     if (changed("pipeline", s.pipeline)) renderPipeline(s);
     if (changed("trace", s.trace)) renderTrace(s);
+    if (changed("tune", [s.tune, s.targets, s.target])) renderTune(s);
     recordRoundtrip(s);
   }
 
