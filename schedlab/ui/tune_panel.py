@@ -49,11 +49,10 @@ class TuneInputError(ValueError):
 
 def count(value, name: str) -> int:
     """A positive whole number from a panel field: an int, or its decimal text."""
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    number = int(value) if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value) else value
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise TuneInputError(f"{name} must be a whole number of at least 1, got {value!r}")
-    return value
+    return number
 
 
 @dataclass(frozen=True)

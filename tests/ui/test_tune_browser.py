@@ -3,11 +3,13 @@
 First the component alone on the fake anywidget model (tests/ui/component_harness.py): what it
 draws from a hand-written `tune` state and which actions its controls send. Then `schedlab
 serve` with the real tuner: a bad trial count, a run that is stopped and resumed, its chart
-and top-k list, and a tuned schedule opened as a branch beside the user's own."""
+and top-k list (a screenshot is saved: SCHEDLAB_SCREENSHOTS, default .pytest_cache/screenshots),
+and a tuned schedule opened as a branch beside the user's own."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from pathlib import Path
 
@@ -19,6 +21,7 @@ pytestmark = [
     pytest.mark.ui,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"needs chromium at {CHROMIUM}"),
 ]
+SCREENSHOTS = Path(os.environ.get("SCHEDLAB_SCREENSHOTS", ".pytest_cache/screenshots"))
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the dev extra)")
 expect = sync_api.expect
 
@@ -152,6 +155,8 @@ def test_tune_stop_resume_and_open_the_best_in_the_app():
         assert await ex.by("tune-chart").locator("polyline").count() == 1
         rows = ex.by("tune-top-row")
         assert 1 <= await rows.count() <= 5
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        await ex.page.screenshot(path=str(SCREENSHOTS / "tune_panel.png"), full_page=True)
 
         await ex.act(lambda: rows.first.get_by_test_id("tune-open").click())
         assert await ex.by("branch-select").input_value() == "tuned-1"
