@@ -84,7 +84,8 @@ def _outer_nests(sch) -> list[tuple[list[For], list]]:
 
 
 def _parallel_plans(nests, max_extent: int) -> dict[tuple, int]:
-    """{plan (loops fused per block): the smallest limit giving it}, limits up to max_extent."""
+    """{plan (parallel extent per block): the smallest limit giving it}, limits up to
+    max_extent."""
     limits = {1}
     for loops, _ in nests:
         product = 1
@@ -99,7 +100,14 @@ def _parallel_plans(nests, max_extent: int) -> dict[tuple, int]:
 
 
 def _plan_of(nests, limit: int) -> tuple:
-    return tuple(_outer_count(loops, kinds, limit) for loops, kinds in nests)
+    """The parallel extent each block would get (fused unit loops change nothing)."""
+    plan = []
+    for loops, kinds in nests:
+        extent = 1
+        for loop in loops[: max(_outer_count(loops, kinds, limit), 0)]:
+            extent *= const_extent(loop) or 1
+        plan.append(extent)
+    return tuple(plan)
 
 
 def _with_annotation(trace: Trace, inst: Instruction, value: int) -> Trace:

@@ -67,6 +67,8 @@ def mutate_tiles(tiles: list[int], max_innermost: int, rng: random.Random) -> li
     """TVM's MutateSampleTileSize: divide tile x by a divisor d > 1 and multiply tile y by it."""
     n = len(tiles)
     sources = [i for i, t in enumerate(tiles) if t > 1]
+    if not sources or n < 2:
+        return None
     for _ in range(64):
         x = rng.choice(sources)
         y = rng.randrange(n - 1)

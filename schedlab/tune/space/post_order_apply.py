@@ -75,8 +75,7 @@ class PostOrderApply:
 def generate_design_space(func: PrimFunc | IRModule, target, rules=None,
                           seed: int = 0) -> list[Schedule]:  # fmt: skip
     """Every design space of `func`: `rules` (default: the target's) in post order."""
-    target = Target(target)
-    rules = default_rules(target) if rules is None else rules
+    rules = default_rules(Target(target)) if rules is None else rules
     sch = new_schedule(func, target, seed)
     names = block_names_post_order(sch.func)
     if len(set(names)) != len(names):
@@ -118,8 +117,7 @@ def sample_candidate(func, target, design_space_trace: Trace, seed: int,
                      postprocs: list[Postproc] | None = None) -> Schedule | None:  # fmt: skip
     """The design space replayed with every decision re-sampled (from `seed`), then
     post-processed; None when a primitive or a postprocessor refuses the sample."""
-    target = Target(target)
-    postprocs = default_postprocs(target) if postprocs is None else postprocs
+    postprocs = default_postprocs(Target(target)) if postprocs is None else postprocs
     sch = replay(func, target, design_space_trace, seed, True, lambda *_: None)
     if sch is None or not run_postprocs(sch, postprocs):
         return None
@@ -130,11 +128,10 @@ def apply_trace(func, target, trace: Trace,
                 postprocs: list[Postproc] | None = None) -> Schedule | None:  # fmt: skip
     """Replay `trace` with its decisions; post-process it when it was stored without its
     postprocessing. None when an instruction or postprocessor refuses."""
-    target = Target(target)
     sch = replay(func, target, trace)
     if sch is None:
         return None
     if any(inst.kind == POSTPROC_MARKER for inst in trace.insts):
         return sch
-    postprocs = default_postprocs(target) if postprocs is None else postprocs
+    postprocs = default_postprocs(Target(target)) if postprocs is None else postprocs
     return sch if run_postprocs(sch, postprocs) else None

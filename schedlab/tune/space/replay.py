@@ -14,7 +14,6 @@ from collections.abc import Callable
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.schedule import Schedule, Trace
 from schedlab.schedule.errors import ScheduleError, TraceError
-from schedlab.target import Target
 
 _CAPACITY = 256
 _WORKLOADS: OrderedDict[str, PrimFunc] = OrderedDict()
@@ -36,7 +35,9 @@ def new_schedule(func, target, seed: int = 0) -> Schedule:
     """A fresh schedule of `func` for `target` (traced, no per-step IR verification: the
     primitives check their own preconditions), its function remembered for the mutators."""
     func = as_func(func)
-    sch = Schedule(func, seed=seed, debug=False, target=None if target is None else Target(target))
+    # the target as given: a bare kind ("cpu") keeps traces portable across machines of that
+    # kind, a Target pins them to equal hardware (see Schedule)
+    sch = Schedule(func, seed=seed, debug=False, target=target)
     _WORKLOADS[sch.workload_fingerprint] = func
     _WORKLOADS.move_to_end(sch.workload_fingerprint)
     while len(_WORKLOADS) > _CAPACITY:
@@ -71,7 +72,7 @@ def replay_recorded(trace: Trace, inspect: Callable | None = None) -> Schedule |
     func = recall(trace.workload)
     if func is None:
         return None
-    sch = new_schedule(func, None if trace.target is None else Target(trace.target))
+    sch = new_schedule(func, trace.target)
 
     def provider(inst, inputs, attrs, decision):
         inspect(sch, inst, inputs)
