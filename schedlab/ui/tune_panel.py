@@ -362,7 +362,11 @@ class TuneController:
         current = _file_size(job.work_dir)
         if current == size or (self.running and now - read_at < TOP_REFRESH_S and db):
             return entries
-        db = _open_database(job.work_dir)
+        try:
+            db = _open_database(job.work_dir)
+        except (OSError, ValueError) as err:  # a damaged folder: keep what the panel shows
+            self.error = f"cannot read the run's records: {_one_line(err)}"
+            return entries
         entries = self._top_entries(db, job)
         with self._lock:
             if self.job is job:
@@ -373,7 +377,7 @@ class TuneController:
         entries = []
         for task in job.tasks:
             flops = self._tasks.get(task.name, {}).get("flops", 0)
-            for rank, record in enumerate(db.get_top_k(task.workload, job.target, self.top_k), 1):
+            for rank, record in enumerate(db.get_top_k(task.workload, task.target, self.top_k), 1):
                 secs = record.median_secs
                 entries.append({"task": task.name, "rank": rank, "candidate": record.candidate,
                                 "latency_s": secs, "text": seconds_text(secs),
@@ -388,8 +392,8 @@ class TuneController:
         db = self._top[2]
         if entry is None or db is None:
             raise TuneInputError("that schedule is not in the top-k list (any more)")
-        workload = next(t.workload for t in self.job.tasks if t.name == task)
-        for record in db.records(workload=workload, target=self.job.target):
+        found = next(t for t in self.job.tasks if t.name == task)
+        for record in db.records(workload=found.workload, target=str(found.target)):
             if record.candidate == candidate and record.ok:
                 return record, entry["rank"]
         raise TuneInputError("that schedule is not in the run's records")

@@ -307,7 +307,10 @@ def test_the_real_tuner_on_a_tiny_gemm(tmp_path):
     from schedlab.tune.space import PostOrderApply  # noqa: F401
 
     seen = threading.Event()
-    tune = TP.TuneController(options={"remeasure": False}, interval=0.05)
+    tune = TP.TuneController(
+        options={"remeasure": False, "cost_model": "random", "strategy": "replay-trace"},
+        interval=0.05,
+    )
     session = ExplorerSession(ExplorerModel(), on_update=seen.set, tune=tune)
     try:
         session.model.load_workload("gemm", M=64, N=64, K=64)
