@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,8 @@ from schedlab.schedule import Schedule, Trace
 from schedlab.schedule.errors import ScheduleError, TraceError
 
 from .task import TuneTask
+
+REPLAY_CACHE_SIZE = 1024  # replayed schedules kept per task (each holds its version history)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +66,7 @@ class SearchStrategy:
         self.task: TuneTask | None = None
         self.measured: set[str] = set()
         self.design_spaces: list[Trace] = []
+        self._replayed: OrderedDict[str, Schedule | None] = OrderedDict()
 
     def start(self, task: TuneTask, space, database=None, cost_model=None) -> None:
         self.task, self.space, self.database, self.cost_model = task, space, database, cost_model
@@ -89,7 +93,20 @@ class SearchStrategy:
         return self.database.records(workload=self.task.workload, target=str(self.task.target))
 
     def _replay(self, trace: Trace) -> Schedule | None:
-        return self.space.apply_trace(self.task.func, self.task.target, trace)
+        """The schedule `trace` makes (None when it no longer applies). Mutations often land
+        on a trace seen before, and a replay costs tens of milliseconds: replays are cached
+        by the trace's decisions."""
+        from .database import candidate_key
+
+        key = candidate_key(trace)
+        if key in self._replayed:
+            self._replayed.move_to_end(key)
+            return self._replayed[key]
+        sch = self.space.apply_trace(self.task.func, self.task.target, trace)
+        self._replayed[key] = sch
+        if len(self._replayed) > REPLAY_CACHE_SIZE:
+            self._replayed.popitem(last=False)
+        return sch
 
     def _random_sample(self) -> Candidate | None:
         """One fresh sample of a random design space (None when a sampled decision is

@@ -1,0 +1,140 @@
+"""The tuning loop end to end on small kernels: records, events, the best schedule is correct,
+resume measures nothing twice, stop ends a run cleanly, a kill -9 loses only the in-flight
+record, the CLI tunes a workload."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import schedlab
+from schedlab import workloads
+from schedlab.tune import TuneTask
+from schedlab.tune.database import Database
+from schedlab.tune.tuner import tune_tasks, tune_tir
+
+SIZES = {"M": 64, "N": 48, "K": 40}
+FAST = {"num_trials_per_iter": 4, "progress": False, "log": None, "cost_model": "analytical"}
+
+
+@pytest.fixture(scope="module")
+def gemm():
+    return workloads.get("gemm", **SIZES)
+
+
+def _check_best(db, func, reference):
+    sch = db.query_schedule(func, "cpu")
+    assert sch is not None
+    kernel = schedlab.build(sch.mod, target="cpu")
+    args = workloads.make_args(func, seed=3)
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
+
+
+def test_tune_tir_records_every_trial_and_the_best_is_correct(gemm, tmp_path):
+    func, reference = gemm
+    events = []
+    db = tune_tir(func, "cpu", max_trials=8, work_dir=tmp_path, on_event=events.append, **FAST)
+    records = db.records()
+    assert len(records) == 8 and len(events) == 8
+    assert len({r.candidate for r in records}) == 8  # never the same schedule twice
+    assert [e.trial for e in events] == list(range(1, 9))
+    assert all(e.task == "gemm" and "A[64,40]" in e.shapes for e in events)
+    best = min(r.median_secs for r in records if r.ok)
+    assert events[-1].best_s == pytest.approx(best)
+    assert events[-1].eta_s == pytest.approx(0.0, abs=1e-9)
+    _check_best(db, func, reference)
+
+
+def test_resume_counts_stored_trials_and_measures_nothing_twice(gemm, tmp_path):
+    func, _ = gemm
+    task = TuneTask("gemm", func, "cpu")
+    first = tune_tasks([task], tmp_path, 8, remeasure=False, **FAST)
+    assert len(first.database) == 8
+    events = []
+    again = tune_tasks([task], tmp_path, 8, on_event=events.append, remeasure=False, **FAST)
+    assert events == [] and len(again.database) == 8
+    more = tune_tasks([task], tmp_path, 12, on_event=events.append, remeasure=False, **FAST)
+    assert len(events) == 4 and len(more.database) == 12
+    assert len({r.candidate for r in more.database.records()}) == 12
+
+
+def test_stop_ends_the_run_after_the_current_candidate(gemm, tmp_path):
+    func, _ = gemm
+    stop = threading.Event()
+
+    def on_event(event):
+        if event.trial == 3:
+            stop.set()
+
+    result = tune_tasks([TuneTask("gemm", func, "cpu")], tmp_path, 16, on_event=on_event,
+                        stop=stop, **FAST)  # fmt: skip
+    assert result.stopped
+    assert len(Database(tmp_path)) == 3
+
+
+def test_summary_row_is_remeasured_in_a_fresh_process(gemm, tmp_path):
+    func, _ = gemm
+    lines = []
+    result = tune_tasks([TuneTask("gemm", func, "cpu")], tmp_path, 4,
+                        **{**FAST, "log": lines.append})  # fmt: skip
+    (row,) = result.summaries
+    assert row.trials == 4 and row.best_s > 0 and row.remeasured_s > 0
+    assert row.flops == 2 * 64 * 48 * 40
+    assert "gemm" in lines[0] and "GFLOP/s" in lines[0]
+
+
+def test_two_tasks_share_the_budget(tmp_path):
+    tasks = [
+        TuneTask("gemm", workloads.get("gemm", **SIZES)[0], "cpu"),
+        TuneTask("softmax", workloads.get("softmax", M=16, N=24)[0], "cpu", weight=2),
+    ]
+    result = tune_tasks(tasks, tmp_path, 12, remeasure=False, **FAST)
+    trials = {row.task.name: row.trials for row in result.summaries}
+    assert sum(trials.values()) == 12 and min(trials.values()) >= 4
+
+
+def test_bad_budget_is_named(gemm, tmp_path):
+    with pytest.raises(ValueError, match="max_trials_global"):
+        tune_tasks([TuneTask("gemm", gemm[0], "cpu")], tmp_path, 0, **FAST)
+    with pytest.raises(ValueError, match="no tasks"):
+        tune_tasks([], tmp_path, 4, **FAST)
+
+
+def _cli(*args, **kw):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "schedlab.cli", *args]
+    out = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+    return subprocess.Popen(command, env=env, **out, **kw)
+
+
+def test_cli_tunes_a_workload_and_kill_9_loses_only_the_inflight_record(tmp_path):
+    work = tmp_path / "run"
+    args = ["tune", "gemm", "--size", "M=64,N=48,K=40", "--trials", "24", "--per-iter", "4",
+            "--cost-model", "analytical", "--work-dir", str(work)]  # fmt: skip
+    proc = _cli(*args)
+    records = work / "records.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if records.exists() and len(records.read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stored = len(Database(work))
+    assert stored >= 5
+    finished = _cli(*args)
+    out, _ = finished.communicate(timeout=300)
+    assert finished.returncode == 0, out
+    db = Database(work)
+    assert len(db) == 24
+    keys = [r.candidate for r in db.records()]
+    assert len(set(keys)) == 24  # what was stored before the kill was not measured again
+    assert "gemm" in out and "GFLOP/s" in out
+    json.loads((work / "records.jsonl").read_text().splitlines()[-1])
