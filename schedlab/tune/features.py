@@ -33,7 +33,7 @@ import numpy as np
 from schedlab.cost import model as M
 from schedlab.cost.early_unroll import body_statements, unrolled_before_vectorizing
 from schedlab.cost.nest import Nest, extract
-from schedlab.cost.predict import NestPrediction, _as_func, _lanes, predict
+from schedlab.cost.predict import NestPrediction, _as_func, _lanes, _predict_nest
 from schedlab.ir import expr as E
 from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import Block, BlockRealize, For, ForKind
@@ -115,12 +115,14 @@ def extract_features(func_or_mod, target: str | Target = "cpu") -> np.ndarray:
     leaves = _leaves(func)
     if len(leaves) != len(nests):  # both walk the same tree in the same order
         raise AssertionError(f"features: {len(leaves)} leaf blocks but {len(nests)} nests")
-    prediction = predict(func, target)
+    # what `schedlab.cost.predict` computes, on the nests extracted once
+    preds = [_predict_nest(nest, target) for nest in nests]
+    func_s = sum(pred.seconds for pred in preds)
     shapes = [[M.analyze_access(a, n) for a in n.accesses] for n in nests]
     allocs = _allocation_sizes(func, nests, shapes)
     rows = [
-        _row(nest, leaf, sh, allocs, pred, prediction.seconds, target)
-        for nest, leaf, sh, pred in zip(nests, leaves, shapes, prediction.nests, strict=True)
+        _row(nest, leaf, sh, allocs, pred, func_s, target)
+        for nest, leaf, sh, pred in zip(nests, leaves, shapes, preds, strict=True)
     ]
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), N_FEATURES)
 
@@ -154,39 +156,31 @@ def _pragmas(annotations: dict, unroll: int, explicit: int) -> tuple[int, int]:
     for key in AUTO_UNROLL_KEYS:
         if key in annotations:
             unroll = max(unroll, int(annotations[key] or 0))
-    for key in EXPLICIT_KEYS[:1]:
-        if key in annotations:
-            explicit = int(annotations[key] or 0)
+    if EXPLICIT_KEYS[0] in annotations:
+        explicit = int(annotations[EXPLICIT_KEYS[0]] or 0)
     return unroll, explicit
 
 
-def _walk(stmt, unroll: int, explicit: int, leaves: list[_Leaf]) -> None:
-    """Mirrors `cost.nest._walk`: a block with blocks below it is walked through, the others
-    are leaves."""
+def _walk(stmt, unroll: int, explicit: int, leaves: list[_Leaf]) -> bool:
+    """Appends the leaf blocks under `stmt` in program order, as `cost.nest` finds them (a
+    block with blocks below it is walked through); returns whether it met any block."""
     if isinstance(stmt, For):
         unroll, explicit = _pragmas(stmt.annotations, unroll, explicit)
-        _walk(stmt.body, unroll, explicit, leaves)
-    elif isinstance(stmt, BlockRealize):
+        return _walk(stmt.body, unroll, explicit, leaves)
+    if isinstance(stmt, BlockRealize):
         block = stmt.block
         unroll, explicit = _pragmas(block.annotations, unroll, explicit)
-        if _has_child_block(block.body):
-            _walk(block.body, unroll, explicit, leaves)
-        else:
+        if not _walk(block.body, unroll, explicit, leaves):
             leaves.append(_Leaf(block, unroll, explicit))
-    elif hasattr(stmt, "seq"):
-        for item in stmt.seq:
-            _walk(item, unroll, explicit, leaves)
-    else:
-        for name in ("body", "then_case", "else_case"):
-            child = getattr(stmt, name, None)
-            if child is not None:
-                _walk(child, unroll, explicit, leaves)
-
-
-def _has_child_block(body) -> bool:
-    found: list[int] = []
-    post_order_visit(body, lambda n: found.append(1) if isinstance(n, BlockRealize) else None)
-    return bool(found)
+        return True
+    children = getattr(stmt, "seq", None) or [
+        getattr(stmt, name, None) for name in ("body", "then_case", "else_case")
+    ]
+    found = False
+    for child in children:
+        if child is not None:
+            found = _walk(child, unroll, explicit, leaves) or found
+    return found
 
 
 # -- arithmetic -----------------------------------------------------------------------------------
