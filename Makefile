@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve demo test venv toolchain browser lint soak bench clean
+.PHONY: serve demo test venv toolchain browser lint soak bench bench-tune clean
 
 # gcc compiles the CPU kernels; install it when a fresh machine lacks it (Debian, as root).
 toolchain:
@@ -48,6 +48,11 @@ lint: venv
 
 bench: toolchain venv
 	$(BIN)/schedlab bench gemm --size 1024
+
+# The tuner's goals (gemm, dense+bias+ReLU, softmax, two CNNs), ratios to numpy and onnxruntime
+# in one run; OpenBLAS's slow-kernel overrides are unset for this command only.
+bench-tune: toolchain venv
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/schedlab bench-tune
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache

@@ -14,9 +14,15 @@ Pieces (one module each, one owner each):
   dask_measure.py  the same on a dask.distributed cluster
   database.py      JSON-lines records, resumable, query_best
   scheduler.py     task scheduler across tasks (gradient, round robin)
-  tuner.py         tune_tir / tune_relax, progress events
+  tuner.py         tune_tir / tune_relax / tune_tasks: the loop
+  progress.py      trial events, the progress bar, the summary table
+  relax_integration.py  tasks of a relax module, ApplyDatabase (used by schedlab.compile)
+  command.py, bench.py  `schedlab tune` and `schedlab bench-tune`
 """
 
+from .database import Database, TuningRecord
 from .task import TuneTask, workload_key
+from .tuner import TuneResult, tune_relax, tune_tasks, tune_tir
 
-__all__ = ["TuneTask", "workload_key"]
+__all__ = ["Database", "TuningRecord", "TuneTask", "TuneResult", "tune_relax", "tune_tasks",
+           "tune_tir", "workload_key"]  # fmt: skip
