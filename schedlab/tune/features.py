@@ -8,10 +8,14 @@ order, as `schedlab.cost.nest.extract` lists them) with the `FEATURE_NAMES` colu
 - loops: count, iterations, reduction loops, innermost extent, the spatial tile inside the
   innermost reduction loop, parallel / vectorized / unrolled extents, counts and positions, the
   `pragma_auto_unroll_max_step` over the block;
-- per accessed buffer (the `N_BUFFERS` touching most bytes, largest first): read/write, scope,
-  bytes touched, unique bytes and lines, stride of the innermost loop and of the innermost loop
-  that moves it, reuse (the innermost loop it is invariant in: trips, distance in iterations
-  and in bytes);
+- the `N_INNER` innermost loops one by one (extent, reduction, vectorized, unrolled), and the
+  nest as gcc -O3 sees it: the loops its early complete unrolling removes (the analytical
+  model's estimate), loop back edges per iteration, the loop it vectorizes and the strides
+  along it;
+- per accessed buffer (`N_BUFFERS` of them: the stored one, then the reads touching most
+  bytes): read/write, scope, bytes touched, unique bytes and lines, reuse (the innermost loop
+  it is invariant in: trips, distance in iterations and in bytes), the elements its address
+  moves per step of each of the `N_INNER` innermost loops and of the innermost loop moving it;
 - caches: how deep in the nest the footprint first fits the target's L1/L2/L3, and the
   arithmetic intensity (FLOPs per byte of footprint) at `N_CURVE` loop levels;
 - allocation: compacted size of the cache buffer a block writes or reads (as lowering will
@@ -39,12 +43,14 @@ from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import Block, BlockRealize, For, ForKind
 from schedlab.target import Target
 
-N_BUFFERS = 3  # accessed buffers described per store, most bytes first
+N_BUFFERS = 3  # accessed buffers described per store: the stored one, then reads by bytes
 N_CURVE = 8  # loop levels the arithmetic-intensity curve is sampled at
 N_INNER = 4  # innermost loops described one by one (the micro-kernel gcc compiles)
-AUTO_UNROLL_KEYS = ("pragma_auto_unroll_max_step", "meta_schedule.unroll_explicit",
-                    "meta_schedule.unroll_implicit")  # fmt: skip
-EXPLICIT_KEYS = ("pragma_unroll_explicit", "meta_schedule.unroll_explicit")
+# auto-unroll pragmas -> whether the unrolling is explicit (None: `pragma_unroll_explicit`
+# says, default 1); the meta_schedule ones are what the space writes before its postprocessor
+AUTO_UNROLL_KEYS = {"pragma_auto_unroll_max_step": None, "meta_schedule.unroll_explicit": 1,
+                    "meta_schedule.unroll_implicit": 0}  # fmt: skip
+EXPLICIT_KEY = "pragma_unroll_explicit"
 _MATH_CALLS = frozenset(("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt",
                          "rsqrt", "tanh", "sigmoid", "erf", "pow", "sin", "cos", "tan", "atan",
                          "fast_exp", "fast_tanh", "fast_erf"))  # fmt: skip
@@ -115,7 +121,8 @@ def extract_features(func_or_mod, target: str | Target = "cpu") -> np.ndarray:
     leaves = _leaves(func)
     if len(leaves) != len(nests):  # both walk the same tree in the same order
         raise AssertionError(f"features: {len(leaves)} leaf blocks but {len(nests)} nests")
-    # what `schedlab.cost.predict` computes, on the nests extracted once
+    # what `schedlab.cost.predict` computes, on the nests extracted once (its per-nest
+    # internals: one extraction serves the prior and the features)
     preds = [_predict_nest(nest, target) for nest in nests]
     func_s = sum(pred.seconds for pred in preds)
     shapes = [[M.analyze_access(a, n) for a in n.accesses] for n in nests]
@@ -153,11 +160,12 @@ def _leaves(func) -> list[_Leaf]:
 
 
 def _pragmas(annotations: dict, unroll: int, explicit: int) -> tuple[int, int]:
-    for key in AUTO_UNROLL_KEYS:
+    for key, implies in AUTO_UNROLL_KEYS.items():
         if key in annotations:
             unroll = max(unroll, int(annotations[key] or 0))
-    if EXPLICIT_KEYS[0] in annotations:
-        explicit = int(annotations[EXPLICIT_KEYS[0]] or 0)
+            explicit = explicit if implies is None else implies
+    if EXPLICIT_KEY in annotations:
+        explicit = int(annotations[EXPLICIT_KEY] or 0)
     return unroll, explicit
 
 

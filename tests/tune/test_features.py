@@ -125,3 +125,11 @@ def test_prior_is_the_analytical_prediction():
     sch = _tiled(vectorize=True)
     seconds = predict(sch, TARGET).seconds
     assert _value(sch, "prior_func_ns") == pytest.approx(math.log2(1 + seconds * 1e9), rel=1e-6)
+
+
+def test_design_space_unroll_annotation_on_the_root_block():
+    sch = Schedule(_gemm(16), debug=False)
+    sch.annotate(sch.get_block("root"), "meta_schedule.unroll_implicit", 16)
+    assert _value(sch, "auto_unroll_max_step") == pytest.approx(math.log2(17))
+    assert _value(sch, "unroll_explicit") == 0.0
+    assert _value(_tiled(pragma=16), "unroll_explicit") == 1.0

@@ -1,0 +1,117 @@
+"""Held-out rank correlation of the learned cost model, against the analytical one.
+
+    python -m schedlab.tune.bench_model [--count 80] [--seed 0] [--cores N] [--rounds 5]
+
+Draws `count` random legal schedules each of gemm 256^3 and conv2d 1x32x28x28 (3x3), the
+schedules `schedlab bench-cost` draws, measures them (interleaved rounds), trains an `XGBModel`
+on a random half of each workload and prints the Spearman rank correlation between scores and
+measured throughput on the other half: of the learned model and of the analytical one, per
+workload (within a task: what the search uses) and pooled over both (scores turned back into
+seconds with the best measured training time of each task).
+
+`--cores 1` (OMP_NUM_THREADS=1) measures single-threaded kernels, which rank more stably on a
+machine shared with other work; the default is the cores free when the run starts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+
+import numpy as np
+
+from schedlab import workloads
+from schedlab.cost.benchmark import SIZES, available_cores, draw_schedules, measure_interleaved
+from schedlab.cost.spearman import spearman
+from schedlab.target import Target
+
+from .cost_model import AnalyticalModel, XGBModel
+from .task import TuneTask
+
+
+def measure_workload(name: str, count: int, rng: random.Random, target: Target,
+                     rounds: int, log=print) -> tuple[TuneTask, list, list[float]]:  # fmt: skip
+    """`count` random schedules of workload `name`: its task, the modules, their seconds."""
+    func = workloads.spec(name).make(**SIZES[name])
+    drawn = draw_schedules(name, count, rng)
+    start = time.perf_counter()
+    secs = measure_interleaved([sch.func for sch, _ in drawn], rounds=rounds)
+    log(f"  {name}: {len(drawn)} schedules measured in {time.perf_counter() - start:.0f} s, "
+        f"{min(secs) * 1e3:.3f} to {max(secs) * 1e3:.3f} ms")  # fmt: skip
+    return TuneTask(name, func, target), [sch.mod for sch, _ in drawn], secs
+
+
+def split_half(count: int, rng: random.Random) -> tuple[list[int], list[int]]:
+    """A random half of range(count) to train on and the rest to test on."""
+    order = list(range(count))
+    rng.shuffle(order)
+    return sorted(order[: count // 2]), sorted(order[count // 2 :])
+
+
+def evaluate(measured: dict, seed: int, log=print) -> dict:
+    """Train on half of each workload, score the other half; returns per-workload and pooled
+    Spearman rho of the learned and the analytical model."""
+    model, analytical = XGBModel(seed=seed), AnalyticalModel()
+    rng = random.Random(seed)
+    splits = {name: split_half(len(mods), rng) for name, (_, mods, _) in measured.items()}
+    start = time.perf_counter()
+    for name, (task, mods, secs) in measured.items():
+        train = splits[name][0]
+        model.update(task, [mods[i] for i in train], [secs[i] for i in train])
+    log(f"  trained on {sum(len(s[0]) for s in splits.values())} schedules in "
+        f"{time.perf_counter() - start:.1f} s (features included)")  # fmt: skip
+    result: dict = {"learned": {}, "analytical": {}}
+    pooled: dict = {"learned": ([], []), "analytical": ([], [])}
+    for name, (task, mods, secs) in measured.items():
+        train, test = splits[name]
+        held = [mods[i] for i in test]
+        truth = [1.0 / secs[i] for i in test]
+        best = min(secs[i] for i in train)  # the learned scores are in units of 1 / best
+        learned, prior = model.predict(task, held), analytical.predict(task, held)
+        ref = analytical.reference_seconds(task)
+        for kind, scores, unit in (("learned", learned, 1 / best), ("analytical", prior, 1 / ref)):
+            result[kind][name] = spearman(scores, truth)
+            pooled[kind][0].extend(np.asarray(scores) * unit)
+            pooled[kind][1].extend(truth)
+    for kind, (scores, truth) in pooled.items():
+        result[kind]["pooled"] = spearman(scores, truth)
+    return result
+
+
+def run_model_bench(count: int = 80, seed: int = 0, cores: int | None = None, rounds: int = 5,
+                    log=print) -> dict:  # fmt: skip
+    """Measure, train, report (see the module docstring); returns the figures `evaluate` does."""
+    if count < 8:
+        raise ValueError(f"--count must be at least 8, got {count}")
+    # spinning OpenMP threads collapse on a shared machine (as in bench-cost)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    free = cores or available_cores()
+    os.environ.setdefault("OMP_NUM_THREADS", str(free))
+    target = Target("cpu", num_cores=free)
+    log(f"target: {target.describe()}; kernels and models on {free} core(s) "
+        f"(OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']})")  # fmt: skip
+    rng = random.Random(seed)
+    measured = {name: measure_workload(name, count, rng, target, rounds, log) for name in SIZES}
+    result = evaluate(measured, seed, log)
+    log(f"\nheld-out Spearman rank correlation ({count // 2} train / {count - count // 2} test "
+        f"per workload, seed {seed}; goal for the learned model: >= 0.85)")  # fmt: skip
+    for name in [*SIZES, "pooled"]:
+        log(f"  {name:12s} learned {result['learned'][name]:.3f}   "
+            f"analytical {result['analytical'][name]:.3f}")  # fmt: skip
+    return result
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m schedlab.tune.bench_model",
+                                     description=__doc__.split("\n\n")[0])  # fmt: skip
+    parser.add_argument("--count", type=int, default=80, help="schedules per workload")
+    parser.add_argument("--seed", type=int, default=0, help="draws, split and model seed")
+    parser.add_argument("--cores", type=int, default=None, help="cores to run and predict for")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds")
+    args = parser.parse_args(argv)
+    return run_model_bench(args.count, args.seed, args.cores, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
