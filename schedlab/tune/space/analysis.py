@@ -64,10 +64,6 @@ def is_trivial_binding(sch: Schedule, block: Block) -> bool:
     return all(value is loop.loop_var for value, loop in zip(values, loops))
 
 
-def is_reduction(block: Block) -> bool:
-    return block.init is not None and any(iv.iter_type == IterType.REDUCE for iv in block.iter_vars)
-
-
 def is_spatial(block: Block) -> bool:
     return all(iv.iter_type == IterType.SPATIAL for iv in block.iter_vars)
 

@@ -15,7 +15,7 @@ from .analysis import const_extent, loop_iter_type
 from .mutator import Mutator, design_insts
 from .parallel_vectorize_unroll import PARALLEL
 from .replay import replay_recorded
-from .rewrite_parallel import _outer_count
+from .rewrite_parallel import outer_fusible_count
 from .rule import num_cores
 
 
@@ -104,7 +104,7 @@ def _plan_of(nests, limit: int) -> tuple:
     plan = []
     for loops, kinds in nests:
         extent = 1
-        for loop in loops[: max(_outer_count(loops, kinds, limit), 0)]:
+        for loop in loops[: max(outer_fusible_count(loops, kinds, limit), 0)]:
             extent *= const_extent(loop) or 1
         plan.append(extent)
     return tuple(plan)

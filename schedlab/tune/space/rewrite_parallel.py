@@ -110,7 +110,7 @@ def _plan(sch: Schedule, block, loop_rvs: list, marks: _Marks) -> tuple[int, int
     kinds = [loop_iter_type(loop) for loop in loops]
     n_parallel = n_vector = -1
     if marks.parallel != -1:
-        n_parallel = _outer_count(loops, kinds, marks.parallel)
+        n_parallel = outer_fusible_count(loops, kinds, marks.parallel)
     if marks.vectorize != -1:
         limit = _max_fusible(sch, sch.get(block), loops)
         n_vector = _inner_count(loops, kinds, marks.vectorize, limit)
@@ -127,7 +127,9 @@ def _single_stmt(loop: For) -> bool:
     return isinstance(loop.body, (For, BlockRealize))
 
 
-def _outer_count(loops: list[For], kinds, max_extent: int) -> int:
+def outer_fusible_count(loops: list[For], kinds, max_extent: int) -> int:
+    """How many outer loops the parallel rewrite fuses for `max_extent` (-1: none, their
+    product is 1). MutateParallel uses it to tell extents that change the plan."""
     count, product = 0, 1
     for loop, kind in zip(loops, kinds):
         if kind != IterType.SPATIAL or not _free(loop):
