@@ -96,10 +96,8 @@ def test_xgb_ranks_measured_gemm_schedules(measured):
     task, mods, secs = measured
     model = XGBModel(num_warmup_samples=0)
     model.update(task, mods[:24], secs[:24])
-    train = spearman(model.predict(task, mods[:24]), [1 / s for s in secs[:24]])
     held_out = spearman(model.predict(task, mods[24:]), [1 / s for s in secs[24:]])
-    assert train > 0.8
-    assert held_out > 0.4
+    assert held_out > 0.5
 
 
 def test_failures_rank_last():
