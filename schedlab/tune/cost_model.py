@@ -1,6 +1,6 @@
 """Cost models: scores that rank a task's candidate schedules before they are measured.
 
-    model = XGBModel(num_warmup_samples=32)
+    model = XGBModel()                          # or AnalyticalModel(), make_cost_model("xgb")
     scores = model.predict(task, mods)          # higher = faster; comparable within a task
     model.update(task, mods, run_secs)          # None or inf: the measurement failed
 
