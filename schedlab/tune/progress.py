@@ -118,11 +118,13 @@ def _children(stmt) -> list:
     return found
 
 
-def summary_table(rows: list[TaskSummary], target) -> str:
-    """TVM's table: ID, name, FLOP, weight, GFLOP/s, latency (us), weighted latency, trials."""
+def summary_table(rows: list[TaskSummary], target, timing: dict | None = None) -> str:
+    """TVM's table: ID, name, FLOP, weight, GFLOP/s, latency (us), weighted latency, trials;
+    `timing` ({"search": s, "measure": s}) adds where the time went."""
     header = (f"{'ID':>3}  {'Name':<28} {'FLOP':>12} {'Weight':>6} {'GFLOP/s':>9} "
               f"{'Latency(us)':>12} {'Weighted(us)':>13} {'Trials':>6}")  # fmt: skip
-    lines = [f"tuned for {target}", header, "-" * len(header)]
+    described = target.describe() if hasattr(target, "describe") else str(target)
+    lines = [f"tuned for {described}", header, "-" * len(header)]
     total = 0.0
     for index, row in enumerate(rows):
         latency = row.latency_s
@@ -135,6 +137,8 @@ def summary_table(rows: list[TaskSummary], target) -> str:
                      f"{row.trials:>6}")  # fmt: skip
     lines.append(f"total weighted latency: {total:.1f} us (latencies re-measured in a fresh "
                  "process)")  # fmt: skip
+    if timing:
+        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()))
     return "\n".join(lines)
 
 

@@ -47,9 +47,10 @@ class TuneResult:
     database: object
     summaries: list[TaskSummary]
     stopped: bool = False
+    timing: dict | None = None  # seconds spent: {"search": ..., "measure": ...}
 
     def table(self, target) -> str:
-        return summary_table(self.summaries, target)
+        return summary_table(self.summaries, target, self.timing)
 
 
 def tune_tir(func: PrimFunc | IRModule, target="cpu", max_trials: int = 64,
@@ -102,7 +103,7 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
         if reporter is not None:
             reporter.close()
         loop.close()
-    result = TuneResult(loop.database, summaries, stopped)
+    result = TuneResult(loop.database, summaries, stopped, dict(loop.timing))
     if log is not None:
         log(result.table(tasks[0].target if tasks else "cpu"))
     return result
@@ -134,6 +135,7 @@ class _TuningLoop:
         self.searches: list = [None] * len(tasks)
         self.started = time.perf_counter()
         self.measured_now = 0
+        self.timing = {"search": 0.0, "measure": 0.0, "learn": 0.0}
 
     def _stored_progress(self, task: TuneTask, max_per_task: int) -> TaskProgress:
         records = self.database.records(workload=task.workload, target=str(task.target))
@@ -189,15 +191,21 @@ class _TuningLoop:
         task, progress = self.tasks[index], self.progress[index]
         search = self._search(index)
         count = min(budget, progress.max_trials - progress.trials)
+        started = time.perf_counter()
         candidates = search.generate(count)
+        self.timing["search"] += time.perf_counter() - started
         if not candidates:
             progress.done = True  # the space is exhausted
             return
+        started = time.perf_counter()
         results = self._measure(index, candidates, listeners, stop)
+        self.timing["measure"] += time.perf_counter() - started
         candidates = candidates[: len(results)]  # a stop may cut the batch short
         search.notify(candidates, results)
         secs = [r.median_secs if r.ok else None for r in results]
+        started = time.perf_counter()
         self.cost_model.update(task, [c.mod for c in candidates], secs)
+        self.timing["learn"] += time.perf_counter() - started
         progress.end_round()
 
     def _search(self, index: int):
