@@ -14,6 +14,7 @@ import math
 
 from schedlab.ir import expr as E
 from schedlab.ir.dtype import DataType
+from schedlab.ir.functor import uses_var
 
 from .evaluate import wrap_int
 from .keys import expr_key, order_key
@@ -228,3 +229,27 @@ def _replace_pair(lin: Lin, key1, key2, source, lower, extent, coef) -> Lin:
         return result.plus(parse_canonical(source), coef)
     result.add_term(make_split(source, lower, extent), coef)
     return result
+
+
+def linear_coefficient(expr: E.PrimExpr, var: E.Var) -> int | None:
+    """The constant c with expr = c * var + (terms without var), or None when expr is not of
+    that form (or the coefficient is not a constant)."""
+    if expr is var:
+        return 1
+    if not uses_var(expr, lambda v: v is var):
+        return 0
+    if isinstance(expr, (E.Add, E.Sub)):
+        a, b = linear_coefficient(expr.a, var), linear_coefficient(expr.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(expr, E.Add) else a - b
+    if isinstance(expr, E.Mul):
+        for factor, other in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(factor, E.IntImm):
+                inner = linear_coefficient(other, var)
+                return None if inner is None else factor.value * inner
+        return None
+    if isinstance(expr, E.Cast) and expr.dtype.is_integer and expr.value.dtype.is_integer:
+        if expr.dtype.bits >= expr.value.dtype.bits:
+            return linear_coefficient(expr.value, var)
+    return None

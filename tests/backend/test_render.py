@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from schedlab.arith.linear import linear_coefficient
 from schedlab.backend.cpu import CpuRenderer, build_module
-from schedlab.backend.cpu.codegen import linear_coefficient
 from schedlab.backend.cpu.compiler import compile_source
 from schedlab.errors import LoweringError
 from schedlab.ir import Allocate, BufferStore, For, SizeVar, Var, op

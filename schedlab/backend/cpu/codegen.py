@@ -20,9 +20,10 @@ gcc may still vectorize), UNROLLED loops `#pragma GCC unroll N`.
 
 from __future__ import annotations
 
+from schedlab.arith.linear import linear_coefficient
 from schedlab.ir import expr as E
 from schedlab.ir import stmt as S
-from schedlab.ir.functor import Visitor, uses_var
+from schedlab.ir.functor import Visitor
 from schedlab.ir.intrin import INTRINSICS
 from schedlab.ir.structural import structural_equal
 
@@ -118,30 +119,6 @@ def simd_safe(loop: S.For) -> bool:
         if not all(structural_equal(first, other) for other in indices[1:]):
             return False
     return True
-
-
-def linear_coefficient(expr: E.PrimExpr, var: E.Var) -> int | None:
-    """The constant c with expr = c * var + (terms without var), or None when expr is not of
-    that form (or the coefficient is not a constant)."""
-    if expr is var:
-        return 1
-    if not uses_var(expr, lambda v: v is var):
-        return 0
-    if isinstance(expr, (E.Add, E.Sub)):
-        a, b = linear_coefficient(expr.a, var), linear_coefficient(expr.b, var)
-        if a is None or b is None:
-            return None
-        return a + b if isinstance(expr, E.Add) else a - b
-    if isinstance(expr, E.Mul):
-        for factor, other in ((expr.a, expr.b), (expr.b, expr.a)):
-            if isinstance(factor, E.IntImm):
-                inner = linear_coefficient(other, var)
-                return None if inner is None else factor.value * inner
-        return None
-    if isinstance(expr, E.Cast) and expr.dtype.is_integer and expr.value.dtype.is_integer:
-        if expr.dtype.bits >= expr.value.dtype.bits:
-            return linear_coefficient(expr.value, var)
-    return None
 
 
 class _Accesses(Visitor):

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schedlab.arith.linear import linear_coefficient
 from schedlab.ir import expr as E
 from schedlab.ir.function import PrimFunc
-from schedlab.ir.functor import substitute, uses_var
+from schedlab.ir.functor import substitute
 from schedlab.ir.stmt import BlockRealize, For, ForKind, IterType
 from schedlab.schedule import Schedule
 from schedlab.schedule.errors import ScheduleError
@@ -187,7 +188,7 @@ def _stride(access, var: E.Var, binding: dict) -> int | None:
     pitch = 1
     for dim in reversed(range(len(access.region))):
         index = substitute(access.region[dim].min, binding)
-        coefficient = _coefficient(index, var)
+        coefficient = linear_coefficient(index, var)
         if coefficient != 0:
             return None if coefficient is None else coefficient * pitch
         extent = access.buffer.shape[dim]
@@ -195,19 +196,3 @@ def _stride(access, var: E.Var, binding: dict) -> int | None:
             return None
         pitch *= extent.value
     return 0
-
-
-def _coefficient(expr, var: E.Var) -> int | None:
-    if expr is var:
-        return 1
-    if isinstance(expr, (E.Add, E.Sub)):
-        a, b = _coefficient(expr.a, var), _coefficient(expr.b, var)
-        if a is None or b is None:
-            return None
-        return a + b if isinstance(expr, E.Add) else a - b
-    if isinstance(expr, E.Mul):
-        for const, other in ((expr.a, expr.b), (expr.b, expr.a)):
-            if isinstance(const, E.IntImm):
-                inner = _coefficient(other, var)
-                return None if inner is None else const.value * inner
-    return None if uses_var(expr, lambda v: v is var) else 0
