@@ -138,3 +138,23 @@ def test_cli_tunes_a_workload_and_kill_9_loses_only_the_inflight_record(tmp_path
     assert len(set(keys)) == 24  # what was stored before the kill was not measured again
     assert "gemm" in out and "GFLOP/s" in out
     json.loads((work / "records.jsonl").read_text().splitlines()[-1])
+
+
+def test_a_dask_cluster_run_gives_records_like_a_local_run(gemm, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    from schedlab.tune.dask_measure import DaskMeasurer
+
+    task = TuneTask("gemm", gemm[0], "cpu")
+    local = tune_tasks([task], tmp_path / "local", 4, remeasure=False, **FAST).database
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        with DaskMeasurer(cluster.scheduler_address) as measurer:
+            result = tune_tasks([task], tmp_path / "dask", 4, measurer=measurer, **FAST)
+    remote = result.database.records()
+    assert len(remote) == 4 and all(r.ok for r in remote)
+    for mine, theirs in zip(remote, local.records()):
+        assert mine.to_json().keys() == theirs.to_json().keys()
+        assert (mine.workload, mine.target, mine.task_name) == (
+            theirs.workload, theirs.target, theirs.task_name)  # fmt: skip
+        assert len(mine.run_secs) == len(theirs.run_secs)
+    assert result.summaries[0].remeasured_s > 0  # the winner re-measured on the cluster too
