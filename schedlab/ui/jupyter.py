@@ -107,6 +107,24 @@ class Explorer(ipywidgets.VBox):
             self._refresh()
         return self.widget.state if wait else state
 
+    def tune(self, trials: int = 64, per_batch: int = 16, scope: str = "all",
+             work_dir: str | None = None) -> dict:  # fmt: skip
+        """Start tuning in the background (the Tune tab shows its progress; `stop_tuning()` or
+        the tab's Stop ends it, `tune()` again with the same `work_dir` resumes)."""
+        return self.act("tune_start", trials=trials, per_batch=per_batch, scope=scope,
+                        work_dir=work_dir)  # fmt: skip
+
+    def stop_tuning(self) -> dict:
+        return self.act("tune_stop")
+
+    def open_tuned(self, rank: int = 1) -> dict:
+        """Open the `rank`-th best tuned schedule (1: the best) as a branch."""
+        top = self.state["tune"]["top"]
+        if not 1 <= rank <= len(top):
+            raise ValueError(f"open_tuned: rank must be in 1..{len(top)}, got {rank}")
+        entry = top[rank - 1]
+        return self.act("tune_open", task=entry["task"], candidate=entry["candidate"])
+
     def export_trace(self, path: str | Path | None = None) -> str:
         """The trace as JSON text (also written to `path` when given)."""
         text = self.state["trace"]["json"]

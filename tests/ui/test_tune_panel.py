@@ -303,9 +303,6 @@ def test_a_graph_model_tunes_its_kernels_and_opens_the_right_one():
 
 def test_the_real_tuner_on_a_tiny_gemm(tmp_path):
     """A few seconds of real tuning: events arrive, the best improves, a schedule opens."""
-    pytest.importorskip("schedlab.tune.space", reason="the tuner's search space is not in yet")
-    from schedlab.tune.space import PostOrderApply  # noqa: F401
-
     seen = threading.Event()
     tune = TP.TuneController(
         options={"remeasure": False, "cost_model": "random", "strategy": "replay-trace"},
