@@ -450,6 +450,13 @@ def sample_compute_location(ctx: PrimitiveContext, block: Block, decision: int |
     if ctx.state.scope_block(block) is None:
         raise ScheduleError("sample_compute_location: the root block has no compute location",
                             [block])  # fmt: skip
+    if decision is not None:
+        # a replay (the tuner replays thousands): check the recorded location alone, and only
+        # enumerate every legal one when it is no longer legal
+        location = _recorded_location(ctx.state, block, decision)
+        if location is not None:
+            ctx.decision = decision
+            return ctx.state, location
     locations = collect_compute_locations(ctx.state, block)
     indices = [index for index, _ in locations]
     if decision is None:
@@ -458,6 +465,26 @@ def sample_compute_location(ctx: PrimitiveContext, block: Block, decision: int |
         pick = _replayed(decision, indices)
     ctx.decision = indices[pick]
     return ctx.state, locations[pick][1]
+
+
+def _recorded_location(state: ScheduleState, block: Block, decision) -> Block | For | None:
+    """The location `decision` names when it is legal (what `collect_compute_locations` would
+    list under that decision), else None."""
+    if not isinstance(decision, int) or isinstance(decision, bool):
+        return None
+    if decision == -1:
+        return state.scope_block(block)
+    if decision == -2:
+        return block if _legal(compute_inline_impl, state, block) else None
+    block_consumers = consumers(state, block)
+    if decision < 0 or not block_consumers:
+        return None
+    candidates = _loops_around_all(state, block_consumers)
+    for position, loop in _candidate_loops(state, candidates):
+        if position == decision:
+            legal = _legal(compute_at_impl, state, block, loop, True, -1, False)
+            return loop if legal else None
+    return None
 
 
 def _replayed(decision, indices: list[int]) -> int:
