@@ -163,7 +163,7 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
     from .relax_integration import extract_tasks
     from .tuner import tune_tasks
 
-    path = model_path(name)
+    path = randomized_weights(model_path(name), work_dir / f"{name}_random_weights.onnx")
     _, mod = load(str(path))
     tasks = extract_tasks(mod, target)
     print(f"\n== {name}: {len(tasks)} tasks, {trials} trials each")
@@ -177,6 +177,25 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
               f"{report.onnxruntime.median * 1e3:.2f} ms (medians), max abs diff "
               f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s")  # fmt: skip
     return CaseResult(name, ratio, MODELS[name], tuning_s, detail)
+
+
+def randomized_weights(source: Path, dest: Path, seed: int = 0) -> Path:
+    """A copy of the model whose float weights are random (the onnx package's light models
+    ship constant weights, which would hide wrong results behind equal outputs)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(source))
+    rng = np.random.default_rng(seed)
+    for index, init in enumerate(model.graph.initializer):
+        array = numpy_helper.to_array(init)
+        if array.dtype.kind == "f":
+            scale = 1.0 / np.sqrt(max(array[0].size if array.ndim > 1 else 1, 1))
+            fresh = (rng.standard_normal(array.shape) * scale).astype(array.dtype)
+            model.graph.initializer[index].CopyFrom(numpy_helper.from_array(fresh, init.name))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(dest))
+    return dest
 
 
 def model_path(name: str) -> Path:
