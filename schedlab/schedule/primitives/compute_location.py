@@ -457,14 +457,30 @@ def sample_compute_location(ctx: PrimitiveContext, block: Block, decision: int |
         if location is not None:
             ctx.decision = decision
             return ctx.state, location
+    if decision is None:
+        ctx.decision, location = _sample_location(ctx, block)
+        return ctx.state, location
     locations = collect_compute_locations(ctx.state, block)
     indices = [index for index, _ in locations]
-    if decision is None:
-        pick = ctx.rng.randint(0, len(locations))
-    else:
-        pick = _replayed(decision, indices)
+    pick = _replayed(decision, indices)
     ctx.decision = indices[pick]
     return ctx.state, locations[pick][1]
+
+
+def _sample_location(ctx: PrimitiveContext, block: Block) -> tuple[int, Block | For]:
+    """A location drawn uniformly among the legal ones, testing legality lazily: candidates are
+    drawn in random order and the first legal one is taken (as uniform as listing them all, but
+    most draws test one or two locations instead of every loop)."""
+    state = ctx.state
+    candidates: list[tuple[int, Block | For]] = [(-2, block), (-1, state.scope_block(block))]
+    block_consumers = consumers(state, block)
+    if block_consumers:
+        loops = _loops_around_all(state, block_consumers)
+        candidates += list(_candidate_loops(state, loops))
+    while True:
+        decision, location = candidates.pop(ctx.rng.randint(0, len(candidates)))
+        if decision == -1 or _recorded_location(state, block, decision) is not None:
+            return decision, location
 
 
 def _recorded_location(state: ScheduleState, block: Block, decision) -> Block | For | None:
