@@ -49,7 +49,7 @@ def run_tune_command(args) -> None:
     target = Target(args.target)
     tasks, name = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")
-    print(f"tuning {len(tasks)} task(s) for {target} ({target.describe()}) in {work_dir}")
+    print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir}")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -158,3 +158,39 @@ def test_a_dask_cluster_run_gives_records_like_a_local_run(gemm, tmp_path):
             theirs.workload, theirs.target, theirs.task_name)  # fmt: skip
         assert len(mine.run_secs) == len(theirs.run_secs)
     assert result.summaries[0].remeasured_s > 0  # the winner re-measured on the cluster too
+
+
+def _mlp_onnx(path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((24, 16)).astype("float32"), "w"),
+               numpy_helper.from_array(rng.standard_normal(16).astype("float32"), "b")]  # fmt: skip
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Add", ["h", "b"], ["z"]),
+        helper.make_node("Relu", ["z"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [8, 24])], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, [8, 16])], weights)  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_cli_tunes_a_model_and_run_uses_the_records(tmp_path):
+    model = _mlp_onnx(tmp_path / "mlp.onnx")
+    work = tmp_path / "tuned"
+    tuned = _cli("tune", str(model), "--trials", "4", "--per-iter", "4", "--cost-model",
+                 "analytical", "--work-dir", str(work))  # fmt: skip
+    out, _ = tuned.communicate(timeout=300)
+    assert tuned.returncode == 0, out
+    assert "tuning 1 task(s) for cpu: " in out and "fused_matmul_add_nn_relu" in out
+    assert len(Database(work)) == 4
+    run = _cli("run", str(model), "--database", str(work), "--repeat", "2")
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, out
+    assert "max abs difference vs onnxruntime" in out
+    diff = float(out.split("max abs difference vs onnxruntime:")[1].split()[0])
+    assert diff < 1e-3
