@@ -214,3 +214,29 @@ def test_matmul_simple_plan_when_no_tile_applies(monkeypatch):
     args = workloads.make_args(sch.func, seed=7)
     schedlab.build(sch.func)(*args)
     np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("simd_width", [256, 512])
+@pytest.mark.parametrize(
+    "name, sizes",
+    [("gemm", {"M": 70, "N": 288, "K": 97}), ("matmul_bias_relu", {"M": 45, "N": 256, "K": 80})],
+)
+def test_matmul_packs_b_when_rows_reuse_it(name, sizes, simd_width):
+    """N a multiple of the panel (a perfect split): odd M and K, predicated row tiles."""
+    func, reference = workloads.get(name, **sizes)
+    target = Target("cpu", simd_width=simd_width)
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), target)
+    assert set(fired.values()) == {"Matmul"}
+    packed = [b for b in sch.func.body.block.alloc_buffers if b.name.endswith("_global")]
+    assert len(packed) == 1 and len(packed[0].shape) == 4  # [panel, k, vectors, lanes]
+    assert packed[0].shape[-1].value == simd_width // 32
+    kernel = schedlab.build(sch.mod, target=target)
+    args = workloads.make_args(func, seed=4)
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_does_not_pack_for_few_rows():
+    func, _ = workloads.get("gemm", M=4, N=512, K=256)  # a copy of B per call, read 4 times
+    sch, _ = dlight.schedule_func(func, dlight.cpu.default_rules(), "cpu")
+    assert not any(b.name.endswith("_global") for b in sch.func.body.block.alloc_buffers)
