@@ -194,3 +194,11 @@ def test_cli_tunes_a_model_and_run_uses_the_records(tmp_path):
     assert "max abs difference vs onnxruntime" in out
     diff = float(out.split("max abs difference vs onnxruntime:")[1].split()[0])
     assert diff < 1e-3
+
+
+def test_the_table_says_where_its_latencies_come_from(gemm, tmp_path):
+    lines = []
+    task = TuneTask("gemm", gemm[0], "cpu")
+    tune_tasks([task], tmp_path, 4, remeasure=False, **{**FAST, "log": lines.append})
+    assert "latencies the best measured while tuning" in lines[-1]
+    assert "time: search" in lines[-1]
