@@ -1,7 +1,6 @@
 """DaskMeasurer on a local dask cluster: the same results as the local measurer, failures kept
 inside the task, and a clear message when dask is missing."""
 
-import os
 import sys
 
 import pytest
@@ -16,29 +15,18 @@ distributed = pytest.importorskip("distributed")
 
 from schedlab.tune.dask_measure import DaskMeasurer  # noqa: E402
 
+from .conftest import SEGV  # noqa: E402
+
 GEMM = workloads.get("gemm", M=64, N=64, K=64)[0]
 TARGET = Target("cpu")
-SEGV = """
-@T.prim_func
-def segv(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
-    T.func_attr({"global_symbol": "segv"})
-    for i in range(T.int64(1099511627776)):
-        B[i * T.int64(1048576)] = A[0]
-"""
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # dask workers and their measuring processes inherit the environment when they start
-    previous = os.environ.get("SCHEDLAB_CACHE_DIR")
-    os.environ["SCHEDLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))
+def cluster():
+    # the private kernel cache (conftest) is set before the dask workers start: they inherit it
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:  # fmt: skip
         yield cluster
-    if previous is None:
-        os.environ.pop("SCHEDLAB_CACHE_DIR", None)
-    else:
-        os.environ["SCHEDLAB_CACHE_DIR"] = previous
 
 
 def _gemm(factor: int) -> MeasureInput:

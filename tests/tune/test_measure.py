@@ -1,7 +1,6 @@
 """LocalBuilder / LocalRunner / Measurer on real kernels: gcc builds, timed runs in worker
 processes, and candidates that fail to build, crash their worker or never return."""
 
-import os
 import subprocess
 import sys
 import threading
@@ -28,17 +27,11 @@ from schedlab.tune.measure import (
 from schedlab.tune.task import TuneTask
 from schedlab.workloads.registry import make_args
 
+from .conftest import SEGV
+
 GEMM, GEMM_REF = workloads.get("gemm", M=64, N=64, K=64)
 TARGET = Target("cpu")
 
-# a store whose address grows by 4 MiB per iteration: the first pages past the heap fault
-SEGV = """
-@T.prim_func
-def segv(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
-    T.func_attr({"global_symbol": "segv"})
-    for i in range(T.int64(1099511627776)):
-        B[i * T.int64(1048576)] = A[0]
-"""
 # 2**62 dependent iterations: never returns
 HANG = """
 @T.prim_func
@@ -47,18 +40,6 @@ def hang(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
     for i in range(T.int64(4611686018427387904)):
         B[i % T.int64(64)] = B[(i + T.int64(1)) % T.int64(64)] + A[0]
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _private_kernel_cache(tmp_path_factory):
-    # workers inherit the environment when they start, so set it before any starts
-    previous = os.environ.get("SCHEDLAB_CACHE_DIR")
-    os.environ["SCHEDLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernel-cache"))
-    yield
-    if previous is None:
-        os.environ.pop("SCHEDLAB_CACHE_DIR", None)
-    else:
-        os.environ["SCHEDLAB_CACHE_DIR"] = previous
 
 
 @pytest.fixture(scope="module")
