@@ -66,7 +66,8 @@ class Prediction:
         return "\n".join(lines)
 
 
-def _as_func(func_or_mod) -> PrimFunc:
+def as_func(func_or_mod) -> PrimFunc:
+    """The PrimFunc of a PrimFunc, an IRModule (its only PrimFunc, or "main") or a Schedule."""
     if isinstance(func_or_mod, PrimFunc):
         return func_or_mod
     if isinstance(func_or_mod, IRModule):
@@ -77,14 +78,14 @@ def _as_func(func_or_mod) -> PrimFunc:
             return func_or_mod["main"]
     mod = getattr(func_or_mod, "mod", None)  # a Schedule
     if mod is not None:
-        return _as_func(mod)
+        return as_func(mod)
     raise TypeError(f"predict: expected a PrimFunc, IRModule or Schedule, got {func_or_mod!r}")
 
 
 def predict(func_or_mod, target: str | Target = "cpu") -> Prediction:
     """Predicted latency (seconds) of a TensorIR function (scheduled or not) on `target`, with
     the peaks, FLOPs, bytes per memory level, parallelism and vectorization it assumed."""
-    func = _as_func(func_or_mod)
+    func = as_func(func_or_mod)
     target = target if isinstance(target, Target) else Target(target)
     nests = [_predict_nest(n, target) for n in extract(func)]
     flops = sum(n.flops for n in nests)

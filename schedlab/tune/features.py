@@ -37,7 +37,7 @@ import numpy as np
 from schedlab.cost import model as M
 from schedlab.cost.early_unroll import body_statements, unrolled_before_vectorizing
 from schedlab.cost.nest import Nest, extract
-from schedlab.cost.predict import NestPrediction, _as_func, _lanes, _predict_nest
+from schedlab.cost.predict import NestPrediction, _lanes, _predict_nest, as_func
 from schedlab.ir import expr as E
 from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import Block, BlockRealize, For, ForKind
@@ -115,7 +115,7 @@ class _Leaf:
 def extract_features(func_or_mod, target: str | Target = "cpu") -> np.ndarray:
     """Features of every store of a scheduled TensorIR function (PrimFunc, IRModule holding one,
     or Schedule): float32 array of shape [n_stores, N_FEATURES], deterministic."""
-    func = _as_func(func_or_mod)
+    func = as_func(func_or_mod)
     target = target if isinstance(target, Target) else Target(target)
     nests = extract(func)
     leaves = _leaves(func)

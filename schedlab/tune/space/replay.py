@@ -11,24 +11,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from schedlab.ir.function import IRModule, PrimFunc
+from schedlab.cost.predict import as_func
+from schedlab.ir.function import PrimFunc
 from schedlab.schedule import Schedule, Trace
 from schedlab.schedule.errors import ScheduleError, TraceError
 
 _CAPACITY = 256
 _WORKLOADS: OrderedDict[str, PrimFunc] = OrderedDict()
-
-
-def as_func(func_or_mod: PrimFunc | IRModule) -> PrimFunc:
-    """The PrimFunc to schedule: the function itself, or the only PrimFunc of a module."""
-    if isinstance(func_or_mod, PrimFunc):
-        return func_or_mod
-    if isinstance(func_or_mod, IRModule):
-        prims = [f for f in func_or_mod.functions().values() if isinstance(f, PrimFunc)]
-        if len(prims) == 1:
-            return prims[0]
-        raise ValueError(f"expected a module with one PrimFunc, it has {len(prims)}")
-    raise TypeError(f"expected a PrimFunc or IRModule, got {type(func_or_mod).__name__}")
 
 
 def new_schedule(func, target, seed: int = 0) -> Schedule:
