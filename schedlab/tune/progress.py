@@ -93,7 +93,7 @@ def _block_flops(block: Block) -> int:
     count = 0
     stores: list[BufferStore] = []
     post_order_visit(block.body, lambda n: stores.append(n) if isinstance(n, BufferStore) else 0)
-    if any(isinstance(s, For) for s in _children(block.body)) or not stores:
+    if _loops_in(block.body) or not stores:
         return 0  # an opaque block with loops inside: its blocks are counted on their own
 
     def visit(node) -> None:
@@ -112,7 +112,7 @@ def _block_flops(block: Block) -> int:
     return count * iterations
 
 
-def _children(stmt) -> list:
+def _loops_in(stmt) -> list:
     found = []
     post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, For) else 0)
     return found
