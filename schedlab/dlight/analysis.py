@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schedlab.ir.expr import Var
-from schedlab.ir.functor import post_order_visit
+from schedlab.ir.functor import collect_vars, post_order_visit
 from schedlab.ir.stmt import Block, BufferStore, For, ForKind, IterType
 
 
@@ -153,3 +153,58 @@ def innermost_write_var(info: BlockInfo) -> Var | None:
     last = info.block.writes[0].region[-1].min
     spatial = {i.var for i in info.spatial()}
     return last if isinstance(last, Var) and last in spatial else None
+
+
+@dataclass(frozen=True)
+class ConvAxes:
+    """The roles of a convolution-like block's iter vars: out[.., channel, .., row] += data[..
+    row ..] * weight[channel, reduce..] — `channel` indexes the weight and the output but not
+    the data, `row` (the output's last axis) indexes the data but not the weight; `outer` are the
+    other spatial vars (batch, output rows of an image), `reduce` the reduction vars."""
+
+    outer: tuple[Var, ...]
+    channel: Var
+    row: Var
+    reduce: tuple[Var, ...]
+
+
+def conv_axes(info: BlockInfo) -> ConvAxes | None:
+    """The roles when `info` is a convolution-like reduction (see `ConvAxes`), else None.
+
+    Convolution-like: one store into one output indexed by exactly the spatial vars (plain vars),
+    two other buffers read; the weight indexed by plain vars only: one spatial var (the channel)
+    and reduce vars; the data indexed by expressions of the other vars, the output's last var
+    among them and the channel not. An NCHW conv2d (any stride, padding, dilation, a 1x1 or a
+    kxk kernel) and conv1d/conv3d are; a depthwise conv is not (its channel indexes the data)."""
+    block = info.block
+    if not info.is_reduction or len(block.writes) != 1 or not _single_store(block):
+        return None
+    out = block.writes[0].buffer
+    inputs = [region for region in block.reads if region.buffer is not out]
+    out_vars = _index_vars(block.writes[0])
+    row = innermost_write_var(info)
+    spatial = {i.var for i in info.spatial()}
+    if len(inputs) != 2 or out_vars != spatial or row is None:
+        return None
+    for weight, data in (inputs, inputs[::-1]):
+        weight_vars = _index_vars(weight)
+        if weight_vars is None:
+            continue
+        channels = weight_vars & spatial
+        data_vars = _all_vars(data)
+        if len(channels) != 1 or row not in data_vars or channels & data_vars:
+            continue
+        (channel,) = channels
+        reduce = tuple(sorted((i.var for i in info.reduce()), key=info.position))
+        outer = tuple(sorted(spatial - {channel, row}, key=info.position))
+        if channel is row or not set(reduce) <= weight_vars | data_vars:
+            continue
+        return ConvAxes(outer, channel, row, reduce)
+    return None
+
+
+def _all_vars(region) -> set[Var]:
+    found: set[Var] = set()
+    for rng in region.region:
+        found |= set(collect_vars(rng.min)) | set(collect_vars(rng.extent))
+    return found

@@ -1,7 +1,8 @@
 """Default CPU schedule rules, tried in this order by `default_rules()`:
-`Matmul` (GEMM-like reductions), `Reduction` (other reductions), `Elementwise` (injective
-blocks), `Fallback` (parallel outer spatial loop)."""
+`Matmul` (GEMM-like reductions), `Conv` (direct convolutions), `Reduction` (other
+reductions), `Elementwise` (injective blocks), `Fallback` (parallel outer spatial loop)."""
 
+from .conv import Conv
 from .elementwise import Elementwise
 from .fallback import Fallback
 from .matmul import Matmul
@@ -10,7 +11,7 @@ from .reduction import Reduction
 
 def default_rules() -> tuple:
     """Fresh instances of the CPU rules in first-match order, the fallback last."""
-    return (Matmul(), Reduction(), Elementwise(), Fallback())
+    return (Matmul(), Conv(), Reduction(), Elementwise(), Fallback())
 
 
-__all__ = ["Elementwise", "Fallback", "Matmul", "Reduction", "default_rules"]
+__all__ = ["Conv", "Elementwise", "Fallback", "Matmul", "Reduction", "default_rules"]

@@ -64,3 +64,21 @@ def parallelize(sch, loops, info) -> bool:
         return False
     sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])
     return True
+
+
+def register_tile(sch, loops) -> None:
+    """Rows and vector groups unrolled, the innermost loop vectorized."""
+    *unrolled, lanes = loops
+    for loop in unrolled:
+        sch.unroll(loop)
+    sch.vectorize(lanes)
+
+
+def inline_epilogue(sch, write_back) -> bool:
+    """Fold the single consumer of a tiled reduction's output (a bias/ReLU epilogue) into its
+    write-back block."""
+    consumers = sch.get_consumers(write_back)
+    if len(consumers) != 1:
+        return False
+    sch.reverse_compute_inline(consumers[0])
+    return True

@@ -9,7 +9,15 @@ from schedlab.target import Target
 
 from ..analysis import BlockInfo, GemmAxes, gemm_axes
 from ..base import ScheduleRule, attempt
-from ._common import extent_of, output_dtype, parallelize, vector_lanes, vector_registers
+from ._common import (
+    extent_of,
+    inline_epilogue,
+    output_dtype,
+    parallelize,
+    register_tile,
+    vector_lanes,
+    vector_registers,
+)
 from .packing import pack_vector_operands
 
 
@@ -76,33 +84,16 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: GemmAxes, tile: GemmTile) -> 
     j0, j1, j2 = sch.split(j, [None, tile.vectors, tile.lanes])
     sch.reorder(j0, i0, k, i1, j1, j2)
     write_back = sch.cache_write(block, 0, "local")
-    attempt(sch, lambda: _inline_epilogue(sch, write_back))  # before the predicates appear
+    attempt(sch, lambda: inline_epilogue(sch, write_back))  # before the predicates appear
     sch.reverse_compute_at(write_back, i0)
     init = sch.decompose_reduction(block, k)
     parallelize(sch, [*batch, j0], info)
-    _register_tile(sch, [i1, j1, j2])
-    _register_tile(sch, sch.get_loops(init)[-3:])
+    register_tile(sch, [i1, j1, j2])
+    register_tile(sch, sch.get_loops(init)[-3:])
     *_, rows, cols = sch.get_loops(write_back)
     cols_outer, cols_inner = sch.split(cols, [None, tile.lanes])
-    _register_tile(sch, [rows, cols_outer, cols_inner])
+    register_tile(sch, [rows, cols_outer, cols_inner])
     pack_vector_operands(sch)  # B copied panel by panel, as a BLAS packs it (or left as is)
-    return True
-
-
-def _register_tile(sch, loops) -> None:
-    """Rows and vector groups unrolled, the innermost loop vectorized."""
-    *unrolled, lanes = loops
-    for loop in unrolled:
-        sch.unroll(loop)
-    sch.vectorize(lanes)
-
-
-def _inline_epilogue(sch, write_back) -> bool:
-    """Fold the single consumer of the GEMM's output into the write-back block."""
-    consumers = sch.get_consumers(write_back)
-    if len(consumers) != 1:
-        return False
-    sch.reverse_compute_inline(consumers[0])
     return True
 
 

@@ -44,10 +44,15 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
         binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
         for index, region in enumerate(block.reads):
             buffer = region.buffer
-            if buffer not in params or buffer in written or _nbytes(buffer) < MIN_PACKED_BYTES:
+            if buffer not in params or buffer in written:
                 continue
             axes = _axes(block, buffer, binding, loops)
-            if axes is not None and _reuse(loops, axes) >= MIN_REUSE:
+            if axes is None or _reuse(loops, axes) < MIN_REUSE:
+                continue
+            # a vector read across rows (a conv weight read along its output channels) gathers
+            # one element per lane unless packed, whatever its size
+            strided = axes[-1][0] != len(buffer.shape) - 1
+            if strided or _nbytes(buffer) >= MIN_PACKED_BYTES:
                 found.append((block.name_hint, index, axes))
     return found
 
@@ -100,8 +105,9 @@ def _reuse(loops, axes) -> int:
 
 def _axes(block: Block, buffer, binding: dict, loops) -> list | None:
     """The packed axes of `buffer` as read by `block`, or None when it is not worth it / not
-    expressible: every index a plain iter var bound to a mixed radix of loops, the last
-    dimension indexed by the innermost loop, and the new order different from the old one."""
+    expressible: every index a plain iter var bound to a mixed radix of loops (unit
+    dimensions aside), the innermost loop indexing it, and the new order different from the
+    old one."""
     indices = _load_indices(block, buffer)
     if indices is None or not loops:
         return None
@@ -115,7 +121,7 @@ def _axes(block: Block, buffer, binding: dict, loops) -> list | None:
             (position[id(loop.loop_var)], dim, stride, extent) for loop, stride, extent in terms
         ]
     axes.sort()
-    if not axes or axes[-1][0] != len(loops) - 1 or axes[-1][1] != len(indices) - 1:
+    if not axes or axes[-1][0] != len(loops) - 1:
         return None
     order = [(dim, stride, extent) for _, dim, stride, extent in axes]
     natural = sorted(order, key=lambda a: (a[0], -a[1]))
@@ -137,6 +143,8 @@ def _radix(index, binding: dict, loops, dim_extent) -> list | None:
             terms.append((loop, coefficient, extent))
     terms.sort(key=lambda t: -t[1])
     expected = getattr(dim_extent, "value", None)
+    if expected == 1:
+        return []  # a unit dimension (a 1x1 kernel's tap) indexes nothing
     size = 1
     for _, stride, extent in reversed(terms):
         if stride != size:

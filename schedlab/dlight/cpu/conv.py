@@ -1,0 +1,118 @@
+"""`Conv`: direct convolutions (NCHW conv1d/2d/3d, any stride, padding or dilation), register-
+tiled over output channels x output columns with the weights packed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schedlab.schedule.index_map import IndexMap
+from schedlab.target import Target
+
+from ..analysis import BlockInfo, ConvAxes, conv_axes
+from ..base import ScheduleRule, attempt
+from ._common import (
+    extent_of,
+    inline_epilogue,
+    output_dtype,
+    parallelize,
+    register_tile,
+    vector_lanes,
+    vector_registers,
+)
+from .packing import pack_vector_operands
+from .reduction import fit_rows
+
+
+@dataclass(frozen=True)
+class ConvTile:
+    """A register tile: `rows` output columns x (`vectors` x `lanes`) output channels."""
+
+    rows: int
+    vectors: int
+    lanes: int
+
+
+class Conv(ScheduleRule):
+    """Direct convolution with the output channels in the vector lanes, as oneDNN's and
+    onnxruntime's NCHWc kernels do, on the NCHW layout the graph keeps:
+
+    - the weight is packed to [channel blocks, reduce axes.., vectors, lanes] (one contiguous
+      vector per tap and input channel: `packing.pack_vector_operands`);
+    - for each (outer spatial, channel block, output row) in parallel and each tile of `rows`
+      output columns, a `rows x vectors*lanes` accumulator tile in "local" scope, laid out
+      channel-innermost, is updated over the input channels and taps by one broadcast input
+      element times one weight vector per accumulator vector (rows and vectors unrolled, lanes
+      vectorized), then written back (with the fused bias/ReLU/batch-norm epilogue) column by
+      column.
+
+    Measured on Zen 5 (AVX-512, 2 cores), resnet-style 3x3 layers at 56/28/14 columns: 390-440
+    GFLOP/s against 60-77 for the `Reduction` rule's plan (which vectorizes the columns).
+
+    The tile comes from the target: `lanes` = SIMD width / dtype bits, rows x vectors <= half
+    the vector registers (more spills: 28 accumulators ran at a third of the speed of 14).
+    Matches what `conv_axes` recognizes when the channel count is a multiple of the lanes."""
+
+    name = "Conv"
+
+    def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
+        axes = conv_axes(info)
+        if axes is None:
+            return False
+        loops = sch.get_loops(block)
+        if any(extent_of(sch, loop) is None for loop in loops):
+            return False
+        tile = conv_tile(sch, loops, info, axes, target)
+        if tile is None:
+            return False
+        return attempt(sch, lambda: _tiled_plan(sch, block, info, axes, tile))
+
+
+def conv_tile(sch, loops, info: BlockInfo, axes: ConvAxes, target: Target) -> ConvTile | None:
+    """The register tile for this block on `target`, or None when the channel count is not a
+    multiple of a vector (of the full width or, failing that, half of it)."""
+    channels = extent_of(sch, loops[info.position(axes.channel)])
+    columns = extent_of(sch, loops[info.position(axes.row)])
+    lanes = vector_lanes(target, output_dtype(info.block))
+    if channels % lanes:
+        lanes //= 2
+        if lanes < 4 or channels % lanes:
+            return None
+    budget = vector_registers(target) // 2  # accumulators; the rest hold weights and inputs
+    vectors = 1 if columns >= budget // 2 or channels < 2 * lanes else 2
+    rows = fit_rows(columns, budget - 2 if vectors == 1 else budget // vectors)
+    return ConvTile(rows, vectors, lanes)
+
+
+def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> bool:
+    loops = sch.get_loops(block)
+    loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
+    c0, c1, c2 = sch.split(loop_of[axes.channel], [None, tile.vectors, tile.lanes])
+    r0, r1 = sch.split(loop_of[axes.row], [None, tile.rows])
+    outer = [c0 if v is axes.channel else loop_of[v]
+             for v in sorted((*axes.outer, axes.channel), key=info.position)]  # fmt: skip
+    reduce = [loop_of[v] for v in axes.reduce]
+    sch.reorder(*outer, r0, *reduce, r1, c1, c2)
+    pack_vector_operands(sch)  # the weight, one vector per (tap, input channel)
+    write_back = sch.cache_write(block, 0, "local")
+    attempt(sch, lambda: inline_epilogue(sch, write_back))
+    _channels_innermost(sch, block, info, axes)
+    sch.reverse_compute_at(write_back, r0)
+    init = sch.decompose_reduction(block, reduce[0])
+    parallelize(sch, outer, info)
+    register_tile(sch, sch.get_loops(block)[-3:])
+    register_tile(sch, sch.get_loops(init)[-3:])
+    *_, channel, column = sch.get_loops(write_back)
+    sch.reorder(column, channel)
+    vectors, lanes = sch.split(channel, [None, tile.lanes])
+    register_tile(sch, [column, vectors, lanes])
+    return True
+
+
+def _channels_innermost(sch, block, info: BlockInfo, axes: ConvAxes) -> None:
+    """Lay the local accumulators out with the channel axis last, so the vector of channels
+    the reduction updates is contiguous (the output keeps its layout)."""
+    dims = len(info.block.writes[0].region)
+    channel = [r.min for r in info.block.writes[0].region].index(axes.channel)
+    order = [d for d in range(dims) if d != channel] + [channel]
+    index_map = IndexMap.from_func(lambda *x: tuple(x[d] for d in order), ndim=dims)
+    sch.transform_layout(block, ("write", 0), index_map)
