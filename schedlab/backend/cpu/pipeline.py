@@ -30,6 +30,8 @@ def legalize_passes(target: Target) -> list[Pass]:
         # tuning hooks in here: extract_tasks stops before this pass, ApplyDatabase goes in
         # just before it (schedlab.relax.pipeline.SCHEDULE_PASS names it)
         default_schedule(target),  # dlight CPU rules on every PrimFunc not yet scheduled
+        T.FoldLayoutRewrite(),  # constant weights packed now, not at every call
+        T.DeadCodeElimination(),  # drop the kernels that packed them
     ]
 
 

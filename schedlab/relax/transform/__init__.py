@@ -12,6 +12,7 @@ from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
+from .fold_layout_rewrite import FoldLayoutRewrite
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeOps, legalize_call
@@ -21,6 +22,7 @@ from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
-    "FoldConstant", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps", "legalize_call",
-    "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize", "normalize_function",
+    "FoldConstant", "FoldLayoutRewrite", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps",
+    "legalize_call", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize",
+    "normalize_function",
 ]  # fmt: skip
