@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve demo test venv toolchain browser lint soak bench bench-tune clean
+.PHONY: serve demo test venv toolchain browser lint soak bench bench-tune bench-cpu clean
 
 # gcc compiles the CPU kernels; install it when a fresh machine lacks it (Debian, as root).
 toolchain:
@@ -53,6 +53,11 @@ bench: toolchain venv
 # in one run; OpenBLAS's slow-kernel overrides are unset for this command only.
 bench-tune: toolchain venv
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/schedlab bench-tune
+
+# The untuned CPU code's goals (shipped and default gemm schedules, conv layers, two CNNs),
+# ratios to numpy and onnxruntime in one run on this machine, whatever its ISA.
+bench-cpu: toolchain venv
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/schedlab bench-cpu
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache

@@ -3,7 +3,8 @@
 `bench-cost` (cost model vs measurements), `bench-explorer` (the explorer's apply latency and
 session isolation in a real browser), `run model.onnx` (import, compile, run, time),
 `serve` (the explorer web app), `tune <workload|model.onnx>` (the tuner), `bench-tune` (tuned
-kernels next to numpy and onnxruntime)."""
+kernels next to numpy and onnxruntime), `bench-cpu` (untuned code: shipped and default
+schedules, conv layers and two CNNs next to numpy and onnxruntime)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_tune_parser(commands)
     add_bench_tune_parser(commands)
+    from schedlab.bench_cpu import add_bench_cpu_parser
+
+    add_bench_cpu_parser(commands)
     serve = commands.add_parser(
         "serve", help="start the explorer web app (Panel) on a built-in example or your model"
     )
@@ -153,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.tune.bench import run_tune_bench
 
             return run_tune_bench(args)
+        elif args.command == "bench-cpu":
+            from schedlab.bench_cpu import run_cpu_bench
+
+            return run_cpu_bench(args)
         elif args.command == "run":
             from schedlab.run import run_command
 

@@ -129,7 +129,9 @@ def _max_abs_diff(ours, theirs) -> float:
     for a, b in zip(ours, theirs):
         a, b = np.asarray(a), np.asarray(b)
         if a.size:
-            worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))))
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            diff[np.isnan(a) & np.isnan(b)] = 0.0  # NaN in both: equal
+            worst = max(worst, float(np.max(np.nan_to_num(diff, nan=np.inf))))
     return worst
 
 

@@ -14,14 +14,19 @@ Every tuned kernel is checked against the numpy reference before it is timed.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from schedlab.bench_common import (
+    CaseResult,
+    blas_note,
+    model_path,
+    print_results,
+    randomized_weights,
+)
 from schedlab.target import Target
 from schedlab.timing import time_side_by_side
 
@@ -33,19 +38,6 @@ KERNEL_CASES = {
 }
 MODELS = {"light_squeezenet": 1.0, "light_resnet50": 1.0}
 GEMM_TUNING_GOAL_S = 90.0
-
-
-@dataclass
-class CaseResult:
-    name: str
-    ratio: float
-    goal: float
-    tuning_s: float
-    detail: str
-
-    @property
-    def met(self) -> bool:
-        return self.ratio >= self.goal
 
 
 def add_bench_tune_parser(commands) -> None:
@@ -74,7 +66,7 @@ def run_tune_bench(args) -> int:
                          f"{', '.join(known)}")  # fmt: skip
     target = Target("cpu")
     print(f"target: {target.describe()}")
-    _blas_note()
+    blas_note()
     with tempfile.TemporaryDirectory(prefix="schedlab-bench-tune-") as scratch:
         root = Path(args.work_dir or scratch)
         results = []
@@ -88,7 +80,7 @@ def run_tune_bench(args) -> int:
                 results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
     if "cost-model" in cases:
         results.append(bench_cost_model(args.seed))
-    _print_results(results)
+    print_results(results)
     return 0
 
 
@@ -104,12 +96,6 @@ def bench_cost_model(seed: int, count: int = 80) -> CaseResult:
     worst = min(learned[name] for name in SIZES)
     detail = ", ".join(f"{n} {learned[n]:.2f} (analytical {analytical[n]:.2f})" for n in SIZES)
     return CaseResult("cost-model rho", worst, 0.85, time.perf_counter() - started, detail)
-
-
-def _blas_note() -> None:
-    blas = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
-    if blas:
-        print(f"note: {blas} is set and slows OpenBLAS; unset it for this command to compare")
 
 
 def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:
@@ -177,40 +163,3 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
               f"{report.onnxruntime.median * 1e3:.2f} ms (medians), max abs diff "
               f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s")  # fmt: skip
     return CaseResult(name, ratio, MODELS[name], tuning_s, detail)
-
-
-def randomized_weights(source: Path, dest: Path, seed: int = 0) -> Path:
-    """A copy of the model whose float weights are random (the onnx package's light models
-    ship constant weights, which would hide wrong results behind equal outputs)."""
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(source))
-    rng = np.random.default_rng(seed)
-    for index, init in enumerate(model.graph.initializer):
-        array = numpy_helper.to_array(init)
-        if array.dtype.kind == "f":
-            scale = 1.0 / np.sqrt(max(array[0].size if array.ndim > 1 else 1, 1))
-            fresh = (rng.standard_normal(array.shape) * scale).astype(array.dtype)
-            model.graph.initializer[index].CopyFrom(numpy_helper.from_array(fresh, init.name))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(dest))
-    return dest
-
-
-def model_path(name: str) -> Path:
-    """The onnx package's copy of a model of its backend test data ("light" set)."""
-    import onnx
-
-    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
-    if not path.is_file():
-        raise FileNotFoundError(f"{name}: not found at {path} (is the onnx package installed?)")
-    return path
-
-
-def _print_results(results: list[CaseResult]) -> None:
-    print("\ncase               ratio   goal   result  detail")
-    for r in results:
-        print(f"{r.name:<18} {r.ratio:5.2f}x {r.goal:5.2f}x  {'met' if r.met else 'missed':<6}  "
-              f"{r.detail}")  # fmt: skip
-    print("(ratio = reference median / schedlab median, measured interleaved; >1 is faster)")

@@ -1,0 +1,160 @@
+"""`schedlab bench-cpu` (`make bench-cpu`): the code schedlab makes without tuning, next to numpy
+and onnxruntime, side by side in this one process, as ratios, on the machine it runs on
+(whatever its ISA: the target it detected is printed first).
+
+Cases and goals (ratio = reference median / schedlab median; > 1 is faster):
+  gemm     gemm 1024^3 fp32: the shipped trace `gemm_1024_cpu` >= 0.6x numpy, the default
+           (dlight) schedule >= 0.4x numpy
+  conv     resnet-style 3x3 conv + ReLU layers through the default pipeline (64 channels at
+           56x56 is the goal case, >= 0.5x onnxruntime; 128@28, 256@14 and 512@7 reported)
+  models   the onnx package's light_squeezenet and light_resnet50 (weights randomized) through
+           the default pipeline: <= 3x onnxruntime's latency (ratio >= 0.33)
+Every result is checked against numpy or onnxruntime before it is timed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from schedlab.bench_common import (
+    CaseResult,
+    blas_note,
+    model_path,
+    print_results,
+    randomized_weights,
+)
+from schedlab.target import Target
+
+CASES = ("gemm", "conv", "models")
+GEMM_GOALS = {"schedlab (trace)": 0.6, "schedlab (default schedule)": 0.4}
+# (channels, height = width) of resnet-style 3x3 layers; the first is the goal case
+CONV_LAYERS = ((64, 56), (128, 28), (256, 14), (512, 7))
+CONV_GOAL = 0.5
+MODELS = ("light_squeezenet", "light_resnet50")
+MODEL_GOAL = 1 / 3  # at most 3x onnxruntime's latency
+
+
+def add_bench_cpu_parser(commands) -> None:
+    bench = commands.add_parser(
+        "bench-cpu", help="untuned CPU code (shipped and default gemm schedules, conv layers, "
+        "two CNNs) next to numpy/onnxruntime in one run",
+    )  # fmt: skip
+    bench.add_argument("--only", default=",".join(CASES),
+                       help=f"comma-separated cases: {', '.join(CASES)}")  # fmt: skip
+
+
+def run_cpu_bench(args) -> int:
+    """Run the chosen cases and print the goal table; returns 0 (a benchmark reports)."""
+    cases = [c.strip() for c in args.only.split(",") if c.strip()]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        raise ValueError(f"--only: unknown case(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(CASES)}")  # fmt: skip
+    target = Target("cpu")
+    print(f"target: {target.describe()}")
+    blas_note()
+    results: list[CaseResult] = []
+    with tempfile.TemporaryDirectory(prefix="schedlab-bench-cpu-") as scratch:
+        for case in cases:
+            if case == "gemm":
+                results += bench_gemm(target)
+            elif case == "conv":
+                results += [bench_conv_layer(c, hw, target, Path(scratch), goal=index == 0)
+                            for index, (c, hw) in enumerate(CONV_LAYERS)]  # fmt: skip
+            else:
+                results += [bench_model(name, target, Path(scratch)) for name in MODELS]
+    print_results(results)
+    return 0
+
+
+def bench_gemm(target: Target) -> list[CaseResult]:
+    """gemm 1024: the shipped trace and the default schedule next to numpy (one timed run)."""
+    from schedlab.bench import run_bench
+
+    print("\n== gemm 1024^3: shipped trace gemm_1024_cpu, default schedule, numpy")
+    started = time.perf_counter()
+    rows = run_bench("gemm", "1024", target=str(target.kind), naive=False,
+                     trace="gemm_1024_cpu", default_schedule=True)  # fmt: skip
+    seconds = time.perf_counter() - started
+    numpy_row = next(r for r in rows if r.name == "numpy")
+    results = []
+    for label, goal in GEMM_GOALS.items():
+        row = next(r for r in rows if r.name == label)
+        ratio = numpy_row.timings.median / row.timings.median
+        detail = (f"{row.gflops[1]:.1f} GFLOP/s, numpy {numpy_row.gflops[1]:.1f} "
+                  "GFLOP/s (medians)")  # fmt: skip
+        name = "gemm shipped" if "trace" in label else "gemm default"
+        results.append(CaseResult(name, ratio, goal, seconds, detail))
+    return results
+
+
+def conv_layer_model(path: Path, channels: int, size: int, seed: int = 0) -> tuple[Path, int]:
+    """An onnx Conv(3x3, pad 1, bias) + Relu with `channels` in and out on a size x size image;
+    returns its path and FLOPs."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weight = rng.standard_normal((channels, channels, 3, 3)).astype("float32")
+    weight /= np.sqrt(channels * 9)
+    bias = rng.standard_normal(channels).astype("float32")
+    shape = [1, channels, size, size]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Relu", ["y"], ["z"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, f"conv3x3_{channels}_{size}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, shape)],
+        initializer=[numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path, 2 * channels * channels * 9 * size * size
+
+
+def bench_conv_layer(channels: int, size: int, target: Target, scratch: Path,
+                     goal: bool) -> CaseResult:  # fmt: skip
+    """One 3x3 layer through the default pipeline next to onnxruntime."""
+    from schedlab.run import run_model
+
+    print(f"\n== conv 3x3 + ReLU, {channels} channels at {size}x{size}")
+    path, flops = conv_layer_model(scratch / f"conv3x3_{channels}_{size}.onnx", channels, size)
+    started = time.perf_counter()
+    report = run_model(str(path), str(target.kind))
+    _check_close(report)
+    ours, theirs = report.schedlab.median, report.onnxruntime.median
+    detail = (f"{flops / ours / 1e9:.1f} GFLOP/s, onnxruntime {flops / theirs / 1e9:.1f} "
+              f"GFLOP/s (medians), max abs diff {report.max_abs_diff:.2g}")  # fmt: skip
+    if not goal:
+        detail += "; reported, no goal"
+    name = f"conv3x3 {channels}@{size}"
+    return CaseResult(name, theirs / ours, CONV_GOAL if goal else 0.0,
+                      time.perf_counter() - started, detail)  # fmt: skip
+
+
+def bench_model(name: str, target: Target, scratch: Path) -> CaseResult:
+    """A light model with random weights through the default pipeline next to onnxruntime."""
+    from schedlab.run import run_model
+
+    print(f"\n== {name} (random weights), default pipeline")
+    path = randomized_weights(model_path(name), scratch / f"{name}_random_weights.onnx")
+    started = time.perf_counter()
+    report = run_model(str(path), str(target.kind))
+    _check_close(report, tolerance=1e-5)  # class probabilities, ~1e-3 each
+    ours, theirs = report.schedlab.median, report.onnxruntime.median
+    detail = (f"schedlab {ours * 1e3:.2f} ms, onnxruntime {theirs * 1e3:.2f} ms (medians; "
+              f"{ours / theirs:.2f}x its latency), max abs diff "
+              f"{report.max_abs_diff:.2g}")  # fmt: skip
+    return CaseResult(name, theirs / ours, MODEL_GOAL, time.perf_counter() - started, detail)
+
+
+def _check_close(report, tolerance: float = 1e-3) -> None:
+    """Fail loudly when schedlab's outputs are not onnxruntime's (NaN in one only counts)."""
+    if report.max_abs_diff is None:
+        raise RuntimeError("onnxruntime is not installed: nothing to compare with")
+    if report.max_abs_diff > tolerance:
+        raise AssertionError(f"{report.model}: schedlab and onnxruntime differ by "
+                             f"{report.max_abs_diff:.3g} (> {tolerance})")  # fmt: skip
