@@ -23,17 +23,19 @@ from schedlab.ir import op
 from schedlab.ir.expr import (
     Add,
     BufferLoad,
+    Call,
     Cast,
     Div,
     Mul,
     PrimExpr,
     Ramp,
+    Select,
     Sub,
     Var,
 )  # fmt: skip
 from schedlab.ir.function import PrimFunc
 from schedlab.ir.functor import Mutator, post_order_visit, substitute, uses_var
-from schedlab.ir.stmt import BufferStore, For, ForKind, SeqStmt, Stmt
+from schedlab.ir.stmt import BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
 from schedlab.ir.structural import structural_equal
 from schedlab.ir.transform import Pass, prim_func_pass
 
@@ -67,8 +69,32 @@ class _Vectorizer(Mutator):
             return simplify_stmt(substitute(node.body, {node.loop_var: node.min}))
         if lanes is None or lanes < 2 or lanes > _MAX_LANES or lanes & (lanes - 1):
             return node
+        unswitched = _unswitch(node)
+        if unswitched is not None:
+            return self.visit(unswitched)
         vectorized = vectorize_stores(node, lanes)
         return node if vectorized is None else vectorized
+
+
+def _unswitch(loop: For) -> Stmt | None:
+    """`for i: B[..] = if_then_else(c, x, y)` (or a Select) with `c` not depending on `i`, as
+    `if c: for i: B[..] = x  else: for i: B[..] = y` (each branch then vectorizes; a concat's
+    channel test or a pad's row test is decided once per vector, not per lane). None when the
+    body is not such a store."""
+    store = loop.body
+    if not isinstance(store, BufferStore):
+        return None
+    value = store.value
+    if isinstance(value, Call) and value.op == "if_then_else":
+        condition, then_value, else_value = value.args
+    elif isinstance(value, Select):
+        condition, then_value, else_value = value.condition, value.true_value, value.false_value
+    else:
+        return None
+    if uses_var(condition, lambda v: v is loop.loop_var) or condition.dtype.lanes != 1:
+        return None
+    branches = [loop.replace(body=store.replace(value=v)) for v in (then_value, else_value)]
+    return IfThenElse(condition, *branches)
 
 
 class _Unsupported(Exception):

@@ -132,3 +132,20 @@ def test_numerics_before_and_after(n):
     after = vectorize_loop(lowered)
     assert (after is lowered) == (n == 23)  # the ragged one has a branch in the loop
     ts.check_numerics(after, reference, in_shapes, out_shape)
+
+
+def test_loop_invariant_select_is_unswitched_and_each_side_vectorized():
+    """A concat's `if_then_else(channel < 64, A[..], B[..])` inside a vector loop over columns:
+    the test is made once, outside, and both copies become vector code."""
+    A, B, C = (decl_buffer((16,), "float32", x) for x in "ABC")
+    c, v = Var("c"), Var("v")
+    value = op.if_then_else(c < 1, A[c * 8 + v], B[c * 8 + v - 8])
+    body = For(c, 0, 2, "serial", _vloop(v, 8, BufferStore(C, value, (c * 8 + v,))))
+    after = vectorize_loop(_func([A, B, C], body))
+    branch = after.body.body
+    assert isinstance(branch, IfThenElse)
+    for side, source in ((branch.then_case, A), (branch.else_case, B)):
+        assert isinstance(side, BufferStore) and side.value.buffer is source
+        assert side.value.dtype.lanes == 8
+    lane_dependent = op.if_then_else(v < 4, A[v], B[v])
+    _kept(_vloop(v, 8, BufferStore(C, lane_dependent, (v,))), A, B, C)
