@@ -22,6 +22,12 @@ from ._common import (
 from .packing import pack_vector_operands
 from .reduction import fit_rows
 
+# Measured on Zen 5 (2 cores, GFLOP/s of 3x3 layers at 64@56 / 128@28 / 256@14 / 512@7):
+# AVX-512 (32 registers): 14 rows x 1 vector 318/378/411/360, 7 x 2 310/396/411/430, 28 x 1
+# a third of that (spills); AVX2 code (16 registers): 8 x 1 95/186/190/191, 6 x 2
+# 119/180/108/101, 6 x 1 105/120/58/51.
+MAX_ACCUMULATORS = 14
+
 
 @dataclass(frozen=True)
 class ConvTile:
@@ -48,8 +54,9 @@ class Conv(ScheduleRule):
     Measured on Zen 5 (AVX-512, 2 cores), resnet-style 3x3 layers at 56/28/14 columns: 390-440
     GFLOP/s against 60-77 for the `Reduction` rule's plan (which vectorizes the columns).
 
-    The tile comes from the target: `lanes` = SIMD width / dtype bits, rows x vectors <= half
-    the vector registers (more spills: 28 accumulators ran at a third of the speed of 14).
+    The tile comes from the target: `lanes` = SIMD width / dtype bits, rows x vectors
+    accumulators up to half the vector registers and at most MAX_ACCUMULATORS, one vector of
+    channels unless the image is narrower than half of that.
     Matches what `conv_axes` recognizes when the channel count is a multiple of the lanes."""
 
     name = "Conv"
@@ -77,10 +84,10 @@ def conv_tile(sch, loops, info: BlockInfo, axes: ConvAxes, target: Target) -> Co
         lanes //= 2
         if lanes < 4 or channels % lanes:
             return None
-    budget = vector_registers(target) // 2  # accumulators; the rest hold weights and inputs
-    vectors = 1 if columns >= budget // 2 or channels < 2 * lanes else 2
-    rows = fit_rows(columns, budget - 2 if vectors == 1 else budget // vectors)
-    return ConvTile(rows, vectors, lanes)
+    # accumulators: enough to hide the FMA latency, few enough to stay in registers
+    budget = min(MAX_ACCUMULATORS, vector_registers(target) // 2)
+    vectors = 1 if columns > budget // 2 or channels < 2 * lanes else 2
+    return ConvTile(fit_rows(columns, budget // vectors), vectors, lanes)
 
 
 def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> bool:
