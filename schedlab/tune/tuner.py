@@ -133,6 +133,7 @@ class _TuningLoop:
         self.flops = [flop_count(t.func) for t in tasks]
         self.shapes = [describe_shapes(t.func) for t in tasks]
         self.searches: list = [None] * len(tasks)
+        self.default_offered = [False] * len(tasks)
         self.started = time.perf_counter()
         self.measured_now = 0
         self.timing = {"search": 0.0, "measure": 0.0, "learn": 0.0}
@@ -192,7 +193,7 @@ class _TuningLoop:
         search = self._search(index)
         count = min(budget, progress.max_trials - progress.trials)
         started = time.perf_counter()
-        candidates = search.generate(count)
+        candidates = self._with_default_first(index, search, count)
         self.timing["search"] += time.perf_counter() - started
         if not candidates:
             progress.done = True  # the space is exhausted
@@ -207,6 +208,21 @@ class _TuningLoop:
         self.cost_model.update(task, [c.mod for c in candidates], secs)
         self.timing["learn"] += time.perf_counter() - started
         progress.end_round()
+
+    def _with_default_first(self, index: int, search, count: int) -> list[Candidate]:
+        """`search.generate(count)`, led the first time by the task's default schedule (the
+        dlight rules') unless it is stored: the tuned kernel is then never slower than the
+        untuned one, and the search's model learns where the default stands."""
+        default = None
+        if not self.default_offered[index]:
+            self.default_offered[index] = True
+            default = default_candidate(self.tasks[index])
+            if default is not None and default.key in search.measured:
+                default = None
+        if default is None:
+            return search.generate(count)
+        rest = search.generate(count - 1) if count > 1 else []
+        return [default, *(c for c in rest if c.key != default.key)]
 
     def _search(self, index: int):
         if self.searches[index] is None:
@@ -274,3 +290,18 @@ class _TuningLoop:
     def close(self) -> None:
         if self.own_measurer:
             self.measurer.close()
+
+
+def default_candidate(task: TuneTask) -> Candidate | None:
+    """The task's default schedule (the dlight CPU rules), its trace closed with EnterPostproc
+    so a replay reproduces it exactly; None for targets without default rules here, or when
+    no rule takes a block."""
+    from schedlab import dlight
+
+    if task.target.kind != "cpu":
+        return None
+    sch, fired = dlight.schedule_func(task.func, dlight.cpu.default_rules(), task.target)
+    if not fired:
+        return None
+    sch.enter_postproc()
+    return Candidate.of(sch)

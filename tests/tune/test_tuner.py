@@ -202,3 +202,25 @@ def test_the_table_says_where_its_latencies_come_from(gemm, tmp_path):
     tune_tasks([task], tmp_path, 4, remeasure=False, **{**FAST, "log": lines.append})
     assert "latencies the best measured while tuning" in lines[-1]
     assert "time: search" in lines[-1]
+
+
+def test_the_default_schedule_is_the_first_trial_and_never_measured_again(tmp_path):
+    """The dlight schedule leads the first batch (tuning is never worse than not tuning); a
+    resumed run does not propose it again."""
+    from schedlab.tune.search import Candidate
+    from schedlab.tune.space import PostOrderApply
+    from schedlab.tune.tuner import default_candidate
+
+    func, reference = workloads.get("conv2d_nchw", CI=4, H=12, W=14, CO=32)
+    task = TuneTask("conv", func, "cpu")
+    default = default_candidate(task)
+    assert default is not None
+    first = tune_tasks([task], tmp_path, 4, remeasure=False, **FAST)
+    records = first.database.records()
+    replayed = PostOrderApply().apply_trace(func, task.target, schedlab.schedule.Trace.from_json(
+        records[0].trace))  # fmt: skip
+    assert Candidate.of(replayed).key == default.key and records[0].ok
+    more = tune_tasks([task], tmp_path, 8, remeasure=False, **FAST)
+    keys = [r.candidate for r in more.database.records()]
+    assert len(keys) == 8 and len(set(keys)) == 8
+    _check_best(more.database, func, reference)
