@@ -2,8 +2,10 @@
 
 `Target("cpu")` (aliases "c", "llvm") describes the HOST, read from the operating system: usable
 cores, SIMD width, caches, clock and rough peak FLOP/s and memory bandwidth, which schedule rules
-and cost models read. GPU kinds ("cuda", "rocm", "opencl", "adreno") describe a typical device of
-that kind with documented defaults; their backends refine them from the real device later.
+and cost models read. `Target("zen4")`, `"zen5"`, `"skylake-avx512"`, `"neoverse-v2"` are CPU
+presets: that machine's ISA, vector width and caches (`CPU_PRESETS`), the host's core count.
+GPU kinds ("cuda", "rocm", "opencl", "adreno") describe a typical device of that kind with
+documented defaults; their backends refine them from the real device later.
 Any attribute can be overridden: `Target("cpu", num_cores=4)`.
 
 A target is immutable, hashable, and round-trips through JSON: `Target(str(t)) == t`.
@@ -62,6 +64,48 @@ _GPU_DEFAULTS: dict[str, dict[str, Any]] = {
 
 _CPU_COMMON = {"march": "native", "fast_math": False, "openmp": True, "cflags": ()}
 
+# AVX-512 subsets for cores gcc 12 has no -march name for (znver4, znver5 came with gcc 13/14):
+# -march=znver3 plus these runs on, and vectorizes for, Zen 4 and Zen 5.
+_ZEN_AVX512 = ("-mavx512f", "-mavx512cd", "-mavx512bw", "-mavx512dq", "-mavx512vl",
+               "-mavx512vnni", "-mavx512bf16", "-mavx512ifma", "-mavx512vbmi", "-mavx512vbmi2",
+               "-mavx512bitalg", "-mavx512vpopcntdq", "-mprefer-vector-width=512")  # fmt: skip
+_X86_AVX512_ISA = ("sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f",
+                   "avx512bw", "avx512vl", "avx512_vnni")  # fmt: skip
+
+# Named CPU presets: `Target("zen5")` describes that machine (ISA, vector width, caches, clock)
+# instead of the host, so schedules and cost models can be made for it from any machine; the
+# core count stays the host's unless given (`Target("zen5", num_cores=8)`). Building runs the
+# code here, so the host must execute the preset's ISA (an x86 host cannot run neoverse-v2).
+CPU_PRESETS: dict[str, dict[str, Any]] = {
+    "zen4": {
+        "model": "AMD Zen 4 (preset)", "arch": "x86_64",
+        "isa": _X86_AVX512_ISA + ("avx512_bf16",), "simd_width": 512,
+        "simd_datapath_bits": 256, "fma_units": 2, "l1d_bytes": 32 * 1024,
+        "l2_bytes": 1024 * 1024, "l3_bytes": 32 * 2**20, "cache_line_bytes": 64,
+        "clock_ghz": 3.7, "march": "znver3", "cflags": _ZEN_AVX512,
+    },
+    "zen5": {
+        "model": "AMD Zen 5 (preset)", "arch": "x86_64",
+        "isa": _X86_AVX512_ISA + ("avx512_bf16",), "simd_width": 512,
+        "simd_datapath_bits": 512, "fma_units": 2, "l1d_bytes": 48 * 1024,
+        "l2_bytes": 1024 * 1024, "l3_bytes": 32 * 2**20, "cache_line_bytes": 64,
+        "clock_ghz": 4.2, "march": "znver3", "cflags": _ZEN_AVX512,
+    },
+    "skylake-avx512": {
+        "model": "Intel Skylake-SP (preset)", "arch": "x86_64", "isa": _X86_AVX512_ISA,
+        "simd_width": 512, "simd_datapath_bits": 512, "fma_units": 2, "l1d_bytes": 32 * 1024,
+        "l2_bytes": 1024 * 1024, "l3_bytes": 22 * 2**20, "cache_line_bytes": 64,
+        "clock_ghz": 2.5, "march": "skylake-avx512", "cflags": (),
+    },
+    "neoverse-v2": {
+        "model": "Arm Neoverse V2 (preset)", "arch": "aarch64",
+        "isa": ("asimd", "asimdhp", "asimddp", "sve", "sve2"), "simd_width": 128,
+        "simd_datapath_bits": 128, "fma_units": 4, "l1d_bytes": 64 * 1024,
+        "l2_bytes": 1024 * 1024, "l3_bytes": 114 * 2**20, "cache_line_bytes": 64,
+        "clock_ghz": 3.1, "march": "armv9-a", "cflags": (),
+    },
+}  # fmt: skip
+
 
 class Target:
     """A compilation target: `kind` plus a dict of hardware attributes (`attrs`).
@@ -117,7 +161,8 @@ class Target:
         attrs = self.attrs
         if self.kind != "cpu":
             return f"{self.kind}: {attrs.get('arch', '')}".rstrip(": ")
-        isa = [f for f in ("avx512f", "avx2", "neon", "sve") if f in (attrs.get("isa") or ())]
+        names = {"avx512f": "avx512f", "avx2": "avx2", "sve": "sve", "asimd": "neon"}
+        isa = [name for flag, name in names.items() if flag in (attrs.get("isa") or ())]
         vector = isa[0] if isa else "scalar"
         return (
             f"cpu: {attrs.get('model', '?')} {attrs.get('arch', '')}, {attrs.get('num_cores')} "
@@ -186,7 +231,8 @@ def _canonical_kind(kind) -> str:
     canonical = ALIASES.get(kind.lower()) if isinstance(kind, str) else None
     if canonical is None:
         raise ValueError(
-            f"Target: unknown kind {kind!r}; valid kinds: {', '.join(sorted(ALIASES))}"
+            f"Target: unknown kind {kind!r}; valid kinds: {', '.join(sorted(ALIASES))}; "
+            f"CPU presets: {', '.join(CPU_PRESETS)}"
         )
     return canonical
 
@@ -208,7 +254,8 @@ def _as_spec(kind) -> dict[str, Any]:
                 f"Target: expected a kind name, a dict or JSON, got {kind!r}; pass attributes "
                 f"as keywords: Target('cpu', num_cores=4)"
             )
-        return {"kind": text}
+        preset = CPU_PRESETS.get(text.lower())
+        return {"kind": "cpu", **preset} if preset is not None else {"kind": text}
     raise ValueError(f"Target: expected a kind name, dict, JSON or Target, got {kind!r}")
 
 
@@ -409,4 +456,4 @@ def _bandwidth_guess(cores: int) -> float:
     return float(min(200, max(20, 12 * cores)))
 
 
-__all__ = ["Target", "KINDS", "ALIASES"]
+__all__ = ["Target", "KINDS", "ALIASES", "CPU_PRESETS"]

@@ -8,7 +8,7 @@ import platform
 import pytest
 
 import schedlab
-from schedlab.target import KINDS, Target
+from schedlab.target import CPU_PRESETS, KINDS, Target
 
 
 def test_cpu_describes_this_host():
@@ -92,3 +92,39 @@ def test_current_target_context():
 
 def test_lazy_top_level_name():
     assert schedlab.Target is Target
+
+
+@pytest.mark.parametrize("name", sorted(CPU_PRESETS))
+def test_cpu_presets_describe_their_machine_and_round_trip(name):
+    target = Target(name)
+    assert target.kind == "cpu" and "(preset)" in target.model
+    assert target.num_cores == Target("cpu").num_cores  # the host's, unless given
+    assert Target(name, num_cores=8).num_cores == 8
+    assert Target(str(target)) == target and Target(target.to_json()) == target
+    assert "preset" in target.describe()
+
+
+def test_preset_tiles_follow_the_preset_not_the_host():
+    from schedlab.dlight.cpu._common import vector_lanes, vector_registers
+    from schedlab.ir.dtype import DataType
+
+    f32 = DataType("float32")
+    assert vector_lanes(Target("zen5"), f32) == 16 and vector_registers(Target("zen5")) == 32
+    assert vector_lanes(Target("neoverse-v2"), f32) == 4
+    assert vector_registers(Target("neoverse-v2")) == 32
+    assert Target("zen5").peak_flops() == pytest.approx(Target("zen5").num_cores * 268.8e9)
+
+
+def test_foreign_architecture_preset_is_refused_at_build_with_a_clear_error():
+    from schedlab import workloads
+    from schedlab.errors import CompileError
+
+    func, _ = workloads.get("gemm", M=4, N=4, K=4)
+    foreign = "neoverse-v2" if platform.machine() != "aarch64" else "zen5"
+    with pytest.raises(CompileError, match="kernels are built to run here"):
+        schedlab.build(func, target=foreign)
+
+
+def test_unknown_kind_lists_the_presets():
+    with pytest.raises(ValueError, match="CPU presets: zen4, zen5, skylake-avx512, neoverse-v2"):
+        Target("zen9")

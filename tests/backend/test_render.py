@@ -282,3 +282,11 @@ def test_three_parallel_loops_of_one_name_get_three_helpers():
     source = _render(p.func(seq(*loops), "three")).source
     for name in ("three__i_body(", "three__i_body_2(", "three__i_body_3("):
         assert f"static inline int32_t {name}" in source
+
+
+def test_parallel_loops_take_their_thread_count_from_the_target():
+    from schedlab.target import Target
+
+    func = _gemm(17, 23, 29)
+    assert "num_threads(3)" in CpuRenderer(Target("cpu", num_cores=3)).render(func).source
+    assert "num_threads" not in _render(func).source  # no target: OpenMP's own count

@@ -12,10 +12,12 @@ could not be allocated. Beside it, `double gemm__timed(<same args>, int64_t numb
 kernel `number` times and returns the elapsed seconds (timing in C keeps ctypes' per-call cost
 out of measurements of tiny kernels; -1.0 on failure).
 
-Loops: the outermost PARALLEL loop becomes `#pragma omp parallel for schedule(static)` (one
-OpenMP region; parallel loops nested in it run serially), VECTORIZED loops `#pragma omp simd`
-when the body has no loop-carried dependence the renderer could miss (else a plain loop that
-gcc may still vectorize), UNROLLED loops `#pragma GCC unroll N`.
+Loops: the outermost PARALLEL loop becomes `#pragma omp parallel for schedule(static)
+num_threads(N)` with N the target's `num_cores` (one OpenMP region; parallel loops nested in it
+run serially; a target of one core gets one thread whatever OMP_NUM_THREADS says),
+VECTORIZED loops `#pragma omp simd` when the body has no loop-carried dependence the renderer
+could miss (else a plain loop that gcc may still vectorize), UNROLLED loops
+`#pragma GCC unroll N`.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ class CpuRenderer(CFamilyRenderer):
                 return "serial", [], "parallel, inside an omp simd loop"
             if not self.openmp:
                 return "serial", [], "parallel, OpenMP disabled for this target"
-            return "parallel", ["#pragma omp parallel for schedule(static)"], ""
+            threads = int(getattr(self.target, "attrs", {}).get("num_cores", 0) or 0)
+            clause = f" num_threads({threads})" if threads > 0 else ""
+            return "parallel", [f"#pragma omp parallel for schedule(static){clause}"], ""
         if kind == S.ForKind.VECTORIZED:
             if "simd" in enclosing:
                 return "serial", [], "vectorized, inside an omp simd loop"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -102,6 +103,7 @@ def compile_source(source: str, target=None, name: str = "kernel") -> Path:
     """Compile C `source` into a shared library (or reuse the cached one); returns its path.
     Raises CompileError (compiler message plus the numbered source lines around each error) or
     ToolchainMissingError."""
+    _check_host_runs(target)
     command = compiler_command()
     flags = flags_for(target)
     key = cache_key(source, flags, command)
@@ -120,6 +122,18 @@ def compile_source(source: str, target=None, name: str = "kernel") -> Path:
         os.replace(c_file, directory / f"{key}.c")  # kept beside the library for reading
         os.replace(built, library)
     return library
+
+
+def _check_host_runs(target) -> None:
+    """Kernels are built to run here: a target of another architecture (a preset such as
+    neoverse-v2 on an x86 host) is refused with what to do instead."""
+    arch = (getattr(target, "attrs", {}) or {}).get("arch")
+    host = platform.machine()
+    if arch and host and arch != host and {arch, host} != {"aarch64", "arm64"}:
+        raise CompileError(
+            f"target {target.describe()} is {arch}, this host is {host}: kernels are built to "
+            f"run here. Schedule and predict for it here; build on an {arch} machine"
+        )
 
 
 def _file_stem(name: str) -> str:

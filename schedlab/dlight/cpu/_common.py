@@ -17,9 +17,9 @@ def vector_lanes(target: Target, dtype) -> int:
 
 
 def vector_registers(target: Target) -> int:
-    """Architectural SIMD registers: 32 with AVX-512, else 16."""
+    """Architectural SIMD registers: 32 with AVX-512 and on aarch64 (NEON/SVE), else 16."""
     isa = target.attrs.get("isa", ()) or ()
-    return 32 if "avx512f" in isa else 16
+    return 32 if "avx512f" in isa or target.attrs.get("arch") in ("aarch64", "arm64") else 16
 
 
 def output_dtype(block):
