@@ -2,8 +2,9 @@
 
 `Target("cpu")` (aliases "c", "llvm") describes the HOST, read from the operating system: usable
 cores, SIMD width, caches, clock and rough peak FLOP/s and memory bandwidth, which schedule rules
-and cost models read. `Target("zen4")`, `"zen5"`, `"skylake-avx512"`, `"neoverse-v2"` are CPU
-presets: that machine's ISA, vector width and caches (`CPU_PRESETS`), the host's core count.
+and cost models read. `Target("zen3")` (AVX2), `"zen4"`, `"zen5"`, `"skylake-avx512"`,
+`"neoverse-v2"` are CPU presets: that machine's ISA, vector width and caches (`CPU_PRESETS`),
+the host's core count.
 GPU kinds ("cuda", "rocm", "opencl", "adreno") describe a typical device of that kind with
 documented defaults; their backends refine them from the real device later.
 Any attribute can be overridden: `Target("cpu", num_cores=4)`.
@@ -77,6 +78,13 @@ _X86_AVX512_ISA = ("sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "av
 # core count stays the host's unless given (`Target("zen5", num_cores=8)`). Building runs the
 # code here, so the host must execute the preset's ISA (an x86 host cannot run neoverse-v2).
 CPU_PRESETS: dict[str, dict[str, Any]] = {
+    "zen3": {
+        "model": "AMD Zen 3 (preset)", "arch": "x86_64",
+        "isa": ("sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c"), "simd_width": 256,
+        "simd_datapath_bits": 256, "fma_units": 2, "l1d_bytes": 32 * 1024,
+        "l2_bytes": 512 * 1024, "l3_bytes": 32 * 2**20, "cache_line_bytes": 64,
+        "clock_ghz": 3.5, "march": "znver3", "cflags": (),
+    },
     "zen4": {
         "model": "AMD Zen 4 (preset)", "arch": "x86_64",
         "isa": _X86_AVX512_ISA + ("avx512_bf16",), "simd_width": 512,

@@ -110,6 +110,7 @@ def test_preset_tiles_follow_the_preset_not_the_host():
 
     f32 = DataType("float32")
     assert vector_lanes(Target("zen5"), f32) == 16 and vector_registers(Target("zen5")) == 32
+    assert vector_lanes(Target("zen3"), f32) == 8 and vector_registers(Target("zen3")) == 16
     assert vector_lanes(Target("neoverse-v2"), f32) == 4
     assert vector_registers(Target("neoverse-v2")) == 32
     assert Target("zen5").peak_flops() == pytest.approx(Target("zen5").num_cores * 268.8e9)
@@ -126,5 +127,6 @@ def test_foreign_architecture_preset_is_refused_at_build_with_a_clear_error():
 
 
 def test_unknown_kind_lists_the_presets():
-    with pytest.raises(ValueError, match="CPU presets: zen4, zen5, skylake-avx512, neoverse-v2"):
+    presets = "CPU presets: zen3, zen4, zen5, skylake-avx512, neoverse-v2"
+    with pytest.raises(ValueError, match=presets):
         Target("zen9")
