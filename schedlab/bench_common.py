@@ -67,7 +67,14 @@ def randomized_weights(source: Path, dest: Path, seed: int = 0) -> Path:
             fresh[name] = _random_weight(rng, array.shape, array.dtype, roles[name])
     del graph.node[:]
     graph.node.extend(kept_nodes)
-    kept_inits = [init for init in graph.initializer if init.name not in fresh]
+    used = {name for node in kept_nodes for name in node.input} | {o.name for o in graph.output}
+    # the shapes the removed ConstantOfShape nodes read are used by nothing now
+    kept_inits = [i for i in graph.initializer if i.name not in fresh and i.name in used]
+    kept_names = {i.name for i in kept_inits} | set(fresh)
+    dropped = {i.name for i in graph.initializer} - kept_names
+    kept_inputs = [i for i in graph.input if i.name not in dropped]
+    del graph.input[:]
+    graph.input.extend(kept_inputs)
     del graph.initializer[:]
     graph.initializer.extend(kept_inits)
     graph.initializer.extend(numpy_helper.from_array(a, name) for name, a in fresh.items())

@@ -140,3 +140,27 @@ def test_unknown_target_and_missing_backend():
         schedlab.build(_te_gemm(2, 2, 2), target="vulkan")
     with pytest.raises(LoweringError, match="no backend for target kind 'cuda'"):
         get_backend("cuda")
+
+
+def test_checked_once_launch_checks_each_new_signature_and_every_overlap(gemm_kernel):
+    """The VM's launch path: equal results, a changed shape or dtype gets the full check (and
+    its clear error), overlapping arrays are refused on every call."""
+    a, b, c = _gemm_arrays()
+    gemm_kernel.call_checked_once((a, b, c))
+    first = c.copy()
+    c[:] = 0
+    gemm_kernel.call_checked_once((a, b, c))  # signature known: the fast launch
+    np.testing.assert_array_equal(c, first)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="argument A shape"):
+        gemm_kernel.call_checked_once((a[:, :5].copy(), b, c))
+    with pytest.raises(ValueError, match="argument B dtype"):
+        gemm_kernel.call_checked_once((a, b.astype("float64"), c))
+    p = Params()
+    A, C = p.buf("A", 8), p.buf("C", 8)
+    i = Var("i")
+    kernel = build(p.func(loop(i, 8, BufferStore(C, A[i] + f32(1.0), (i,))), "overlap2"))
+    base = np.zeros(16, "float32")
+    kernel.call_checked_once((base[8:], base[:8]))
+    with pytest.raises(ValueError, match="arguments C and A overlap in memory"):
+        kernel.call_checked_once((base[:8], base[:8]))

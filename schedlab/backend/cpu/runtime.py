@@ -102,6 +102,13 @@ class CpuKernel(Kernel):
         self.loop_lines = info.loop_lines
         self.library_path = library.path
         self._sources = _argument_sources(func, library.lowered[info.name], info.params)
+        # arguments passed straight through (no size variables): the VM's fast path applies
+        self._pass_through = (
+            len(info.params) == len(func.params)
+            and all(p.role == "buffer" for p in info.params)
+            and all(func.buffer_map.get(p) is not None for p in func.params)
+        )
+        self._checked: set[tuple] = set()
         types = [_ctype(p) for p in info.params]
         self._entry = _function(library.handle, info.symbol, types, ctypes.c_int32)
         timed = _function(library.handle, info.symbol + "__timed", types + [ctypes.c_int64],
@@ -111,9 +118,26 @@ class CpuKernel(Kernel):
     def written_params(self) -> set[str]:
         return {p.var.name for p in self.params if p.role == "buffer" and p.written}
 
+    def call_checked_once(self, args) -> None:
+        """`kernel(*args)` for a caller that passes arrays of the same shapes, dtypes and
+        layouts again and again (the graph VM): the full argument check runs for the first call
+        with each such signature; later calls compare the signature and the no-overlap rule
+        only, then launch (~30 us less per call)."""
+        signature = _signature(args) if self._pass_through else None
+        if signature is None or signature not in self._checked:
+            self(*args)
+            if signature is not None:
+                self._checked.add(signature)
+            return
+        if self.func.attrs.get("tir.noalias"):
+            _check_no_overlap(self.name, self.func, args, self.written_params())
+        status = self._entry(*[a.ctypes.data for a in args])
+        if status != 0:
+            raise MemoryError(f"{self.name}: the kernel could not allocate its scratch buffers")
+
     def _c_args(self, bound: BoundArguments) -> list:
         if self.func.attrs.get("tir.noalias"):
-            _check_no_overlap(self.name, self.func, bound, self.written_params())
+            _check_no_overlap(self.name, self.func, bound.values, self.written_params())
         table = bound.values_by_id()
         args = []
         for source in self._sources:
@@ -194,9 +218,17 @@ def _by_name(known: dict, var):
     return matches[0] if len(matches) == 1 else None
 
 
-def _check_no_overlap(name: str, func: PrimFunc, bound: BoundArguments, outputs: set[str]):
+def _signature(args) -> tuple | None:
+    """What the full argument check depends on, for arrays only (None when an argument is not
+    a numpy array)."""
+    if not all(isinstance(a, np.ndarray) for a in args):
+        return None
+    return tuple((a.shape, a.dtype.str, a.flags.c_contiguous, a.flags.writeable) for a in args)
+
+
+def _check_no_overlap(name: str, func: PrimFunc, values, outputs: set[str]):
     """`restrict` pointers must not alias: an output may not share memory with another argument."""
-    arrays = [(p.name, v) for p, v in zip(func.params, bound.values) if isinstance(v, np.ndarray)]
+    arrays = [(p.name, v) for p, v in zip(func.params, values) if isinstance(v, np.ndarray)]
     for out_name, out in arrays:
         if out_name not in outputs or out.size == 0:
             continue

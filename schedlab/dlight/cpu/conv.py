@@ -44,8 +44,10 @@ class Conv(ScheduleRule):
 
     - the weight is packed to [channel blocks, reduce axes.., vectors, lanes] (one contiguous
       vector per tap and input channel: `packing.pack_vector_operands`);
-    - for each (outer spatial, channel block, output row) in parallel and each tile of `rows`
-      output columns, a `rows x vectors*lanes` accumulator tile in "local" scope, laid out
+    - for each (batch, output row, channel block) in parallel (channel blocks innermost: the
+      input rows one output row reads stay in cache while every block uses them; 3x3 layers
+      at 64@56..512@7 went from 314-431 to 369-453 GFLOP/s) and each tile of `rows` output
+      columns, a `rows x vectors*lanes` accumulator tile in "local" scope, laid out
       channel-innermost, is updated over the input channels and taps by one broadcast input
       element times one weight vector per accumulator vector (rows and vectors unrolled, lanes
       vectorized), then written back (with the fused bias/ReLU/batch-norm epilogue) column by
@@ -95,8 +97,7 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> 
     loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
     c0, c1, c2 = sch.split(loop_of[axes.channel], [None, tile.vectors, tile.lanes])
     r0, r1 = sch.split(loop_of[axes.row], [None, tile.rows])
-    outer = [c0 if v is axes.channel else loop_of[v]
-             for v in sorted((*axes.outer, axes.channel), key=info.position)]  # fmt: skip
+    outer = [*(loop_of[v] for v in axes.outer), c0]
     reduce = [loop_of[v] for v in axes.reduce]
     sch.reorder(*outer, r0, *reduce, r1, c1, c2)
     pack_vector_operands(sch)  # the weight, one vector per (tap, input channel)
