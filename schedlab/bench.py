@@ -72,23 +72,39 @@ def parse_sizes(workload: workloads.Workload, text: str | None) -> dict[str, int
     return sizes
 
 
-def find_trace(text: str) -> Path:
-    """A trace file: a path, or the name of a shipped example (with or without `.json`)."""
+def find_trace(text: str, target=None) -> Path:
+    """A trace file: a path, or the name of a shipped example (with or without `.json`). A
+    shipped example may have a variant for a narrower vector ISA (`gemm_1024_cpu_avx2.json`:
+    a 6 x 16 register tile for 16 AVX2 registers instead of 8 x 32 for 32 AVX-512 ones); for
+    a `target` of that ISA, the variant is the one found."""
     path = Path(text)
     if path.is_file():
         return path
-    for candidate in (EXAMPLES_DIR / path.name, EXAMPLES_DIR / f"{path.name}.json"):
+    stem = path.name.removesuffix(".json")
+    suffix = _isa_suffix(target)
+    names = [f"{stem}_{suffix}.json"] if suffix else []
+    for candidate in (*(EXAMPLES_DIR / n for n in names), EXAMPLES_DIR / f"{stem}.json"):
         if candidate.is_file():
             return candidate
     shipped = ", ".join(sorted(p.name for p in EXAMPLES_DIR.glob("*.json"))) or "none"
     raise TraceError(f"--trace: no file {text!r} (shipped examples: {shipped})")
 
 
-def load_trace(text: str):
-    """Read a trace JSON file (data only: nothing in it is executed)."""
+def _isa_suffix(target) -> str | None:
+    """The shipped-variant suffix for `target`'s vector ISA: "avx2" for 256-bit x86 SIMD."""
+    if target is None:
+        return None
+    from schedlab.target import Target
+
+    attrs = Target(target).attrs
+    return "avx2" if attrs.get("simd_width") == 256 and attrs.get("arch") == "x86_64" else None
+
+
+def load_trace(text: str, target=None):
+    """Read a trace JSON file (data only: nothing in it is executed); see `find_trace`."""
     from schedlab.schedule import Trace
 
-    path = find_trace(text)
+    path = find_trace(text, target)
     try:
         data = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
@@ -103,7 +119,7 @@ def scheduled(func, trace_file: str | None, target: str):
     from schedlab.schedule import Schedule
 
     sch = Schedule(func, debug=False, target=target)
-    load_trace(trace_file).apply_to_schedule(sch)
+    load_trace(trace_file, target).apply_to_schedule(sch)
     return sch.mod
 
 

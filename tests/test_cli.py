@@ -92,6 +92,18 @@ def test_shipped_gemm_trace_is_found_by_name_and_up_to_date():
     assert trace.target == "cpu" and len(trace) > 10
 
 
+def test_shipped_gemm_trace_has_an_avx2_variant_picked_by_target():
+    from schedlab.bench import find_trace
+    from schedlab.examples import record_gemm_cpu, trace_text
+    from schedlab.examples.__main__ import SHIPPED
+
+    variant = find_trace("gemm_1024_cpu", target="zen3")
+    assert variant.name == "gemm_1024_cpu_avx2.json"
+    assert variant.read_text() == trace_text(record_gemm_cpu(1024, **SHIPPED[variant.name]))
+    assert find_trace("gemm_1024_cpu", target="zen5").name == "gemm_1024_cpu.json"
+    assert find_trace("gemm_1024_cpu.json", target="zen3") == variant
+
+
 def test_bench_trace_errors_are_one_line(tmp_path, capsys):
     assert main(["bench", "gemm", "--size", "32", "--trace", "gemm_1024_cpu"]) == 2
     assert "recorded on a different workload" in capsys.readouterr().err
