@@ -218,6 +218,17 @@ class CExprMixin:
     def _e_Max(self, node):
         return self._typed_call("minmax", "max", node)
 
+    def _v_Min(self, node):
+        return self._vector_minmax("min", node)
+
+    def _v_Max(self, node):
+        return self._vector_minmax("max", node)
+
+    def _vector_minmax(self, which: str, node):
+        vtype = self.vector_ctype(node.dtype)
+        self.prelude.use_vector_helper("minmax", vtype)
+        return f"sl_{which}_{vtype[3:]}({self.expr(node.a)}, {self.expr(node.b)})", ATOM
+
     # -- logic ----------------------------------------------------------------------------------
     def _e_CmpOp(self, node):
         prec = EQUAL if node.symbol in ("==", "!=") else REL

@@ -109,6 +109,19 @@ def _minmax(tag: str, ctype: str) -> str:
     )
 
 
+def _vector_minmax(name: str) -> str:
+    # lane-wise, with the scalar helpers' NaN rule: compare, then blend the bits through the
+    # integer mask vector a comparison gives (a C cast between equal-size vectors is a bitcast)
+    parts = []
+    for which, test in (("min", "(a < b) | (a != a)"), ("max", "(a > b) | (a != a)")):
+        parts.append(
+            f"static inline {name} sl_{which}_{name[3:]}({name} a, {name} b) {{\n"
+            f"  __typeof__(a < b) m = {test};\n"
+            f"  return ({name})((m & (__typeof__(m))a) | (~m & (__typeof__(m))b));\n}}\n"
+        )
+    return "".join(parts)
+
+
 def _abs(tag: str, ctype: str) -> str:
     return f"static inline {ctype} sl_abs_{tag}({ctype} a) {{ return a < 0 ? ({ctype})-a : a; }}\n"
 
@@ -151,6 +164,9 @@ def _vector(name: str, elem: str, lanes: int, padded: int) -> str:
     )
 
 
+_VECTOR_HELPERS = {"minmax": _vector_minmax}
+
+
 class Prelude:
     """Collects the helpers a translation unit uses and renders them in a stable order."""
 
@@ -161,6 +177,7 @@ class Prelude:
         self._fixed: dict[str, None] = {}
         self._typed: dict[tuple[str, str, str], None] = {}
         self._vectors: dict[str, tuple[str, int, int]] = {}
+        self._vector_helpers: dict[tuple[str, str], None] = {}
 
     def use(self, name: str) -> None:
         """A fixed helper group: "f16", "bf16", "alloc"."""
@@ -174,6 +191,10 @@ class Prelude:
         padded = 1 << (lanes - 1).bit_length()
         self._vectors.setdefault(name, (elem, lanes, padded))
 
+    def use_vector_helper(self, kind: str, name: str) -> None:
+        """A helper over one vector type (rendered after the vector typedefs): "minmax"."""
+        self._vector_helpers.setdefault((kind, name))
+
     def render(self) -> str:
         parts = [f"#define {d}" for d in self.defines]
         parts += [f"#include {h}" for h in self.headers]
@@ -183,6 +204,7 @@ class Prelude:
         chunks = [_FIXED[name] for name in ("f16", "bf16", "alloc") if name in self._fixed]
         chunks += [_TYPED[kind](tag, ctype) for kind, tag, ctype in self._typed]
         chunks += [_vector(name, *spec) for name, spec in self._vectors.items()]
+        chunks += [_VECTOR_HELPERS[kind](name) for kind, name in self._vector_helpers]
         if chunks:
             text += "\n" + "\n".join(chunks)
         return text

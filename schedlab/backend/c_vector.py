@@ -2,7 +2,8 @@
 lane for the rest.
 
 Ramp/Broadcast code from the vectorizer renders as GCC vector-extension values when every
-operation has a native vector form (+ - * /, conversions, contiguous loads). Anything else
+operation has a native vector form (+ - * /, min/max through a compare-and-blend helper,
+conversions, contiguous loads). Anything else
 (comparisons, select, math calls, float16, strided or gathered loads, lazy `if_then_else`) is
 rendered lane by lane: `lane_of(expr, l)` is the scalar expression of lane `l`, and the renderer
 wraps it in a small loop that gcc unrolls and usually re-vectorizes.
@@ -41,7 +42,7 @@ def native_vector(node: E.PrimExpr) -> bool:
     dtype = node.dtype
     if isinstance(node, (E.Ramp, E.Broadcast)):
         return is_plain_numeric(dtype)
-    if isinstance(node, (E.Add, E.Sub, E.Mul)):
+    if isinstance(node, (E.Add, E.Sub, E.Mul, E.Min, E.Max)):
         return is_plain_numeric(dtype)
     if isinstance(node, (E.Div, E.Mod)):
         if dtype.is_integer:  # padded lanes could divide by zero: only exact power-of-2 widths

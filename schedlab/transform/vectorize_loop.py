@@ -9,8 +9,8 @@ The rewrite is done only when it provably keeps the loop's numerics:
 - lanes are a power of two in [2, 64] (the C renderer's GCC vector types need that), element
   types are plain ints/floats (no bool, float16, bfloat16 vectors);
 - every index is affine in the loop var with a constant, non-zero stride;
-- the vector part of each value uses only `+ - * /`, casts and loads (operators every vector
-  back end renders directly); parts not depending on the loop var may be anything;
+- the vector part of each value uses only `+ - * /`, min/max, casts and loads (operators
+  every vector back end renders directly); parts not depending on the loop var may be anything;
 - no lane can see another lane's store: every store into a buffer, and every load of a buffer
   stored in the loop, uses the same index.
 Anything else stays a VECTORIZED `For` (the C renderer emits `#pragma omp simd`, and gcc then
@@ -26,6 +26,8 @@ from schedlab.ir.expr import (
     Call,
     Cast,
     Div,
+    Max,
+    Min,
     Mul,
     PrimExpr,
     Ramp,
@@ -191,8 +193,9 @@ class _VectorExpr:
             raise _Unsupported(f"vectors of {expr.dtype}")
         if isinstance(expr, (Add, Sub, Mul)):
             return self.affine(expr, self.vec(expr.a), self.vec(expr.b))
-        if isinstance(expr, Div):
-            return Div(self.broadcast(self.vec(expr.a)), self.broadcast(self.vec(expr.b)))
+        if isinstance(expr, (Div, Min, Max)):
+            a, b = self.broadcast(self.vec(expr.a)), self.broadcast(self.vec(expr.b))
+            return type(expr)(a, b)
         if isinstance(expr, Cast):
             value = self.vec(expr.value)
             return Cast(expr.dtype.with_lanes(value.dtype.lanes), value)

@@ -98,7 +98,7 @@ def test_branches_and_unsupported_operators_keep_the_loop():
     v = Var("v")
     guarded = IfThenElse(v < 5, BufferStore(C, A[v], (v,)))
     _kept(_vloop(v, 8, guarded), A, C)
-    _kept(_vloop(v, 8, BufferStore(C, op.max(A[v], F2), (v,))), A, C)
+    _kept(_vloop(v, 8, BufferStore(C, op.exp(A[v]), (v,))), A, C)  # a math call
     _kept(_vloop(v, 8, BufferStore(C, A[v // 2], (v,))), A, C)  # not affine
 
 
@@ -149,3 +149,11 @@ def test_loop_invariant_select_is_unswitched_and_each_side_vectorized():
         assert side.value.dtype.lanes == 8
     lane_dependent = op.if_then_else(v < 4, A[v], B[v])
     _kept(_vloop(v, 8, BufferStore(C, lane_dependent, (v,))), A, B, C)
+
+
+def test_min_max_become_vector_operations():
+    A, C = decl_buffer((8,), "float32", "A"), decl_buffer((8,), "float32", "C")
+    v = Var("v")
+    store = BufferStore(C, op.max(op.min(A[v], F2), const(0.0, "float32")), (v,))
+    after = vectorize_loop(_func([A, C], _vloop(v, 8, store)))
+    assert isinstance(after.body, BufferStore) and after.body.value.dtype.lanes == 8
