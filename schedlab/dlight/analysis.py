@@ -191,7 +191,7 @@ def conv_axes(info: BlockInfo) -> ConvAxes | None:
         if weight_vars is None:
             continue
         channels = weight_vars & spatial
-        data_vars = _all_vars(data)
+        data_vars = region_vars(data)
         if len(channels) != 1 or row not in data_vars or channels & data_vars:
             continue
         (channel,) = channels
@@ -203,8 +203,9 @@ def conv_axes(info: BlockInfo) -> ConvAxes | None:
     return None
 
 
-def _all_vars(region) -> set[Var]:
+def region_vars(region, last: bool = False) -> set[Var]:
+    """The vars in a region's bounds (of its last dimension only, with `last`)."""
     found: set[Var] = set()
-    for rng in region.region:
+    for rng in region.region[-1:] if last else region.region:
         found |= set(collect_vars(rng.min)) | set(collect_vars(rng.extent))
     return found

@@ -17,8 +17,8 @@ from schedlab.schedule import Schedule
 from schedlab.target import Target
 
 
-def schedule(func, simd_width=512):
-    target = Target("cpu", simd_width=simd_width)
+def schedule(func, simd_width=512, **attrs):
+    target = Target("cpu", simd_width=simd_width, **attrs)
     sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), target)
     return sch, fired, target
 
@@ -127,3 +127,21 @@ def test_conv_bias_relu_epilogue_is_fused_into_the_write_back():
     windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
     want = np.maximum(np.einsum("nchwyx,fcyx->nfhw", windows, w) + b[None, :, None, None], 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_tile_rows_prefer_a_divisor_near_the_budget_to_a_predicate():
+    from schedlab.dlight.cpu.conv import tile_rows
+
+    # AVX2 (8 accumulators, up to 13) and AVX-512 (14, up to 16) budgets
+    assert [tile_rows(c, 8, 13) for c in (56, 28, 27, 13, 55, 111)] == [8, 7, 9, 13, 5, 8]
+    assert [tile_rows(c, 14, 16) for c in (56, 28, 14, 27, 13, 55)] == [14, 14, 14, 9, 13, 11]
+
+
+def test_channel_blocks_go_outermost_when_the_weight_outgrows_the_l2():
+    """A weight over half the L2 is read once per channel block; a small one stays cached
+    while the output rows go by (the parallel loop's name shows the order)."""
+    func, _ = workloads.get("conv2d_nchw", CI=64, H=7, W=7, CO=64, kernel=3)  # 147 KiB weight
+    small, _, _ = schedule(func)
+    big, _, _ = schedule(func, l2_bytes=128 * 1024)
+    assert "nn_yy_ff_0_fused" in small.func.script()
+    assert "ff_0_nn_yy_fused" in big.func.script()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from schedlab.schedule.index_map import IndexMap
 from schedlab.target import Target
 
-from ..analysis import BlockInfo, ConvAxes, conv_axes
+from ..analysis import BlockInfo, ConvAxes, conv_axes, region_vars
 from ..base import ScheduleRule, attempt
 from ._common import (
     extent_of,
@@ -20,7 +20,6 @@ from ._common import (
     vector_registers,
 )
 from .packing import pack_vector_operands
-from .reduction import fit_rows
 
 # Measured on Zen 5 (2 cores, GFLOP/s of 3x3 layers at 64@56 / 128@28 / 256@14 / 512@7):
 # AVX-512 (32 registers): 14 rows x 1 vector 318/378/411/360, 7 x 2 310/396/411/430, 28 x 1
@@ -36,6 +35,7 @@ class ConvTile:
     rows: int
     vectors: int
     lanes: int
+    l2_bytes: int = 1 << 20
 
 
 class Conv(ScheduleRule):
@@ -46,8 +46,10 @@ class Conv(ScheduleRule):
       vector per tap and input channel: `packing.pack_vector_operands`);
     - for each (batch, output row, channel block) in parallel (channel blocks innermost: the
       input rows one output row reads stay in cache while every block uses them; 3x3 layers
-      at 64@56..512@7 went from 314-431 to 369-453 GFLOP/s) and each tile of `rows` output
-      columns, a `rows x vectors*lanes` accumulator tile in "local" scope, laid out
+      at 64@56..512@7 went from 314-431 to 369-453 GFLOP/s), or (channel block, batch, output
+      row) when the weight is over half the L2 (each block's weights then read once:
+      light_resnet50 32.5 -> 29.0 ms, light_squeezenet unchanged), and each tile of `rows`
+      output columns, a `rows x vectors*lanes` accumulator tile in "local" scope, laid out
       channel-innermost, is updated over the input channels and taps by one broadcast input
       element times one weight vector per accumulator vector (rows and vectors unrolled, lanes
       vectorized), then written back (with the fused bias/ReLU/batch-norm epilogue) column by
@@ -87,9 +89,37 @@ def conv_tile(sch, loops, info: BlockInfo, axes: ConvAxes, target: Target) -> Co
         if lanes < 4 or channels % lanes:
             return None
     # accumulators: enough to hide the FMA latency, few enough to stay in registers
-    budget = min(MAX_ACCUMULATORS, vector_registers(target) // 2)
+    registers = vector_registers(target)
+    budget = min(MAX_ACCUMULATORS, registers // 2)
     vectors = 1 if columns > budget // 2 or channels < 2 * lanes else 2
-    return ConvTile(fit_rows(columns, budget // vectors), vectors, lanes)
+    limit = min(registers - 3, MAX_ACCUMULATORS + 2)  # + one weight and one input register
+    rows = tile_rows(columns, budget // vectors, limit // vectors)
+    return ConvTile(rows, vectors, lanes, int(target.attrs.get("l2_bytes", 1 << 20)))
+
+
+def tile_rows(columns: int, budget: int, limit: int) -> int:
+    """Output columns per register tile: the divisor of `columns` nearest `budget` (the smaller
+    on a tie) among those from budget/2 up to `limit`; without one, `budget` with a predicated
+    last tile. A predicate in the reduction loop is slow (AVX2 code, 27 columns as 8 + 8 + 8
+    + 3: 70 GFLOP/s; as 3 x 9: see the module's figures), so a divisor a little over the
+    budget is preferred to it."""
+    candidates = range(1, min(columns, limit) + 1)
+    divisors = [d for d in candidates if columns % d == 0 and 2 * d >= budget]
+    if divisors:
+        return min(divisors, key=lambda d: (abs(d - budget), d))
+    return min(budget, columns)
+
+
+def weight_bytes(info: BlockInfo, axes: ConvAxes) -> int:
+    """Bytes of the block's weight (the read indexed by the channel and reduce vars only)."""
+    out = info.block.writes[0].buffer
+    for region in info.block.reads:
+        if region.buffer is not out and axes.row not in region_vars(region):
+            total = region.buffer.dtype.bits // 8
+            for extent in region.buffer.shape:
+                total *= int(getattr(extent, "value", 1))
+            return total
+    return 0
 
 
 def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> bool:
@@ -98,6 +128,8 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> 
     c0, c1, c2 = sch.split(loop_of[axes.channel], [None, tile.vectors, tile.lanes])
     r0, r1 = sch.split(loop_of[axes.row], [None, tile.rows])
     outer = [*(loop_of[v] for v in axes.outer), c0]
+    if weight_bytes(info, axes) > tile.l2_bytes // 2:  # the weight streams: read it once
+        outer = [c0, *outer[:-1]]
     reduce = [loop_of[v] for v in axes.reduce]
     sch.reorder(*outer, r0, *reduce, r1, c1, c2)
     pack_vector_operands(sch)  # the weight, one vector per (tap, input channel)

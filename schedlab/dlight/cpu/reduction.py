@@ -3,10 +3,9 @@ pooling)."""
 
 from __future__ import annotations
 
-from schedlab.ir.functor import collect_vars
 from schedlab.ir.stmt import IterType
 
-from ..analysis import BlockInfo, innermost_write_var
+from ..analysis import BlockInfo, innermost_write_var, region_vars
 from ..base import ScheduleRule, attempt
 from ._common import (
     MIN_PARALLEL_WORK,
@@ -106,7 +105,7 @@ def _contiguous_in_some_input(info: BlockInfo, var) -> bool:
     contiguous (a convolution's output column; not gemv's row, which strides by K)."""
     out = info.block.writes[0].buffer
     return any(
-        region.buffer is not out and region.region and var in _region_vars(region, last=True)
+        region.buffer is not out and region.region and var in region_vars(region, last=True)
         for region in info.block.reads
     )
 
@@ -119,19 +118,11 @@ def reuse_var(info: BlockInfo, vec_var):
     out = info.block.writes[0].buffer
     candidates = []
     for region in info.block.reads:
-        used = _region_vars(region)
+        used = region_vars(region)
         if region.buffer is out or vec_var not in used:
             continue
         candidates += [i.var for i in info.spatial() if i.var not in used and i.var is not vec_var]
     return max(candidates, key=info.position) if candidates else None
-
-
-def _region_vars(region, last: bool = False) -> set:
-    """The vars in a region's bounds (of its last dimension only, with `last`)."""
-    found = set()
-    for rng in region.region[-1:] if last else region.region:
-        found |= set(collect_vars(rng.min)) | set(collect_vars(rng.extent))
-    return found
 
 
 def fit_rows(extent: int, limit: int) -> int:
