@@ -240,3 +240,17 @@ def test_matmul_does_not_pack_for_few_rows():
     func, _ = workloads.get("gemm", M=4, N=512, K=256)  # a copy of B per call, read 4 times
     sch, _ = dlight.schedule_func(func, dlight.cpu.default_rules(), "cpu")
     assert not any(b.name.endswith("_global") for b in sch.func.body.block.alloc_buffers)
+
+
+@pytest.mark.parametrize("name", ["max_pool2d_nchw", "avg_pool2d_nchw"])
+def test_strided_pooling_accumulates_a_row_locally(name):
+    """A stride-2 window: one output row per local accumulator, the window loops outside the
+    row, the row one vectorized loop; numerics against numpy at odd sizes."""
+    func, reference = workloads.get(name, N=2, C=5, H=23, W=29, kernel=3, stride=2)
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), "cpu")
+    text = sch.func.script()
+    assert set(fired.values()) <= {"Reduction", "Elementwise", "Inline"}
+    assert 'scope="local"' in text and "T.vectorized(14)" in text
+    args = workloads.make_args(func, seed=6)
+    schedlab.build(sch.mod)(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5, atol=1e-5)

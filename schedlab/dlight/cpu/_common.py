@@ -7,6 +7,8 @@ from schedlab.target import Target
 # Below this many block instances a kernel is too small to split across threads: starting
 # and joining an OpenMP team costs more than it saves (and much more on a busy machine).
 MIN_PARALLEL_WORK = 1 << 15
+# Fuse into the parallel loop only as many outer loops as give each core this many chunks.
+PARALLEL_CHUNKS_PER_CORE = 8
 
 
 def vector_lanes(target: Target, dtype) -> int:
@@ -82,3 +84,20 @@ def inline_epilogue(sch, write_back) -> bool:
         return False
     sch.reverse_compute_inline(consumers[0])
     return True
+
+
+def parallel_prefix(sch, loops, target: Target) -> int:
+    """How many of `loops` (outermost first) to fuse into the parallel loop: the fewest whose
+    iterations give every core PARALLEL_CHUNKS_PER_CORE chunks, all when fewer do. The loops
+    inside stay serial: a fused loop's every index is a division and a modulo of the fused
+    one (a 64x58x58 padding copy: 0.13 -> 0.11 ms of a 0.63 ms 3x3 layer)."""
+    wanted = PARALLEL_CHUNKS_PER_CORE * max(int(target.attrs.get("num_cores", 1) or 1), 1)
+    total = 1
+    for count, loop in enumerate(loops, start=1):
+        extent = extent_of(sch, loop)
+        if extent is None:
+            return len(loops)
+        total *= extent
+        if total >= wanted:
+            return count
+    return len(loops)

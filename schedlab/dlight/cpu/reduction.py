@@ -3,6 +3,7 @@ pooling)."""
 
 from __future__ import annotations
 
+from schedlab.arith.linear import linear_coefficient
 from schedlab.ir.stmt import IterType
 
 from ..analysis import BlockInfo, innermost_write_var, region_vars
@@ -12,6 +13,7 @@ from ._common import (
     extent_of,
     fit_lanes,
     output_dtype,
+    parallel_prefix,
     parallelize,
     vector_lanes,
     vector_registers,
@@ -25,15 +27,18 @@ MIN_VECTOR_EXTENT = 4
 class Reduction(ScheduleRule):
     """Spatial loops outside, reduction loops serial inside them.
 
+    When the output's last axis steps through an input's last dimension by more than one (a
+    stride-2 pooling window): a whole output row accumulates locally (`_strided_row_plan`).
     When the output's last axis is also in the last index of an input (contiguous vector loads
     and stores, e.g. `ow` of a convolution, or `j` of a column sum): that axis is split to the
     SIMD width, its vector part moved inside the reduction loops and vectorized, the init
     decomposed out of them, the accumulators kept in "local" scope (with register rows over an
-    axis the vector loads do not depend on, when there is one); the other spatial loops are
-    fused and parallel. Otherwise (a row reduction such as softmax's row max,
-    layer_norm's mean, gemv): the spatial loops are fused and parallel, and each reduction runs
-    serially in one thread, so its result is the same as unscheduled. A reduction to one value
-    (no spatial axis) is split into parallel partial reductions with rfactor."""
+    axis the vector loads do not depend on, when there is one); the outer spatial loops are
+    fused and parallel (as many as give every core several chunks). Otherwise (a row
+    reduction such as softmax's row max, layer_norm's mean, gemv): the spatial loops are
+    fused and parallel, and each reduction runs serially in one thread, so its result is the
+    same as unscheduled. A reduction to one value (no spatial axis) is split into parallel
+    partial reductions with rfactor."""
 
     name = "Reduction"
 
@@ -45,10 +50,49 @@ class Reduction(ScheduleRule):
             return False
         if not info.spatial():
             return _all_reduce_plan(sch, block, info, target)
+        if attempt(sch, lambda: _strided_row_plan(sch, block, info, target)):
+            return True
         for tiled in (True, False):
             if attempt(sch, lambda t=tiled: _vector_plan(sch, block, info, target, t)):
                 return True
         return _row_plan(sch, block, info)
+
+
+def _strided_row_plan(sch, block, info: BlockInfo, target) -> bool:
+    """A window reduction whose output columns step through the input by more than one (a
+    stride-2 pooling): one output row accumulates in "local" scope, the window loops run
+    outside the row loop, and the whole row is one `omp simd` loop (gcc deinterleaves the
+    strided loads); the outer loops are parallel. Measured on a 3x3/2 max pool of 64x111x111
+    (Zen 5): 0.48 ms with the vector plan's 11-lane strided tiles, 0.135 ms this way."""
+    var = innermost_write_var(info)
+    if var is None or not _strided_in_some_input(info, var):
+        return False
+    loops = sch.get_loops(block)
+    spatial, reduce = _split_kinds(loops, info)
+    row = loops[info.position(var)]
+    outer = [h for h in spatial if h is not row]
+    if not outer or not reduce:
+        return False
+    sch.reorder(*outer, *reduce, row)
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, outer[-1])
+    init = sch.decompose_reduction(block, reduce[0])
+    for stage in (block, init, write_back):
+        sch.vectorize(sch.get_loops(stage)[-1])
+    parallelize(sch, outer[: parallel_prefix(sch, outer, target)], info)
+    return True
+
+
+def _strided_in_some_input(info: BlockInfo, var) -> bool:
+    """Whether `var` indexes the last dimension of an input with a constant step above one."""
+    out = info.block.writes[0].buffer
+    for region in info.block.reads:
+        if region.buffer is out or not region.region:
+            continue
+        step = linear_coefficient(region.region[-1].min, var)
+        if step is not None and step > 1:
+            return True
+    return False
 
 
 def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
@@ -82,7 +126,7 @@ def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
         return False
     sch.reorder(*outer, *reduce, *inner, vec)
     _accumulate_locally(sch, block, outer[-1], reduce[0], len(inner))
-    parallelize(sch, outer, info)
+    parallelize(sch, outer[: parallel_prefix(sch, outer, target)], info)
     return True
 
 
