@@ -58,6 +58,13 @@ def extent_of(sch, loop) -> int | None:
     return int(value) if value is not None else None
 
 
+def constant_loops(sch, block) -> list | None:
+    """The loops above `block`, or None when one has a symbolic extent (the tiled plans size
+    their tiles from the extents)."""
+    loops = sch.get_loops(block)
+    return None if any(extent_of(sch, loop) is None for loop in loops) else loops
+
+
 def parallelize(sch, loops, info) -> bool:
     """Fuse `loops` (adjacent, outermost first) and make the result parallel, when the block
     (`info`, a BlockInfo taken before scheduling) does enough work; True if it did."""

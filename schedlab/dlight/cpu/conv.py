@@ -11,6 +11,7 @@ from schedlab.target import Target
 from ..analysis import BlockInfo, ConvAxes, conv_axes, region_vars
 from ..base import ScheduleRule, attempt
 from ._common import (
+    constant_loops,
     extent_of,
     inline_epilogue,
     output_dtype,
@@ -69,8 +70,8 @@ class Conv(ScheduleRule):
         axes = conv_axes(info)
         if axes is None:
             return False
-        loops = sch.get_loops(block)
-        if any(extent_of(sch, loop) is None for loop in loops):
+        loops = constant_loops(sch, block)
+        if loops is None:
             return False
         tile = conv_tile(sch, loops, info, axes, target)
         if tile is None:

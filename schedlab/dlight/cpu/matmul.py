@@ -10,6 +10,7 @@ from schedlab.target import Target
 from ..analysis import BlockInfo, GemmAxes, gemm_axes
 from ..base import ScheduleRule, attempt
 from ._common import (
+    constant_loops,
     extent_of,
     inline_epilogue,
     output_dtype,
@@ -54,8 +55,8 @@ class Matmul(ScheduleRule):
         axes = gemm_axes(info)
         if axes is None:
             return False
-        loops = sch.get_loops(block)
-        if any(extent_of(sch, loop) is None for loop in loops):
+        loops = constant_loops(sch, block)
+        if loops is None:
             return False
         for tile in candidate_tiles(sch, loops, info, axes, target):
             if attempt(sch, lambda t=tile: _tiled_plan(sch, block, info, axes, t)):

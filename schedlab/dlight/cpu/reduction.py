@@ -10,6 +10,7 @@ from ..analysis import BlockInfo, innermost_write_var, region_vars
 from ..base import ScheduleRule, attempt
 from ._common import (
     MIN_PARALLEL_WORK,
+    constant_loops,
     extent_of,
     fit_lanes,
     output_dtype,
@@ -45,8 +46,8 @@ class Reduction(ScheduleRule):
     def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
         if not info.is_reduction:
             return False
-        loops = sch.get_loops(block)
-        if any(extent_of(sch, loop) is None for loop in loops):
+        loops = constant_loops(sch, block)
+        if loops is None:
             return False
         if not info.spatial():
             return _all_reduce_plan(sch, block, info, target)
