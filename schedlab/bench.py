@@ -196,6 +196,7 @@ def run_bench(
     timings = time_side_by_side(candidates, repeat=repeat, min_repeat_ms=min_repeat_ms)
     flops = spec.flops(**sizes)
     rows = [BenchRow(label, t, flops) for label, t in timings.items()]
+    printer(f"target: {kernel.target.describe()}")
     _print_table(printer, spec, sizes, rows, numpy_label, error)
     return rows
 

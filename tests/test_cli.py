@@ -35,6 +35,7 @@ def test_bench_gemm_prints_all_candidates(capsys):
     for label in ("schedlab (no schedule)", "naive C i-j-k", "naive C i-k-j + OpenMP", "numpy"):
         assert label in out
     assert "M=31, N=31, K=31" in out
+    assert "target: cpu: " in out and "-bit SIMD" in out  # the machine it measured
 
 
 @pytest.mark.parametrize("name", ["softmax", "conv2d_nchw", "transpose"])
