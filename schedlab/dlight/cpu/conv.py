@@ -153,7 +153,8 @@ def _channels_innermost(sch, block, info: BlockInfo, axes: ConvAxes) -> None:
     """Lay the local accumulators out with the channel axis last, so the vector of channels
     the reduction updates is contiguous (the output keeps its layout)."""
     dims = len(info.block.writes[0].region)
-    channel = [r.min for r in info.block.writes[0].region].index(axes.channel)
+    regions = info.block.writes[0].region
+    channel = next(i for i, r in enumerate(regions) if r.min is axes.channel)
     order = [d for d in range(dims) if d != channel] + [channel]
     index_map = IndexMap.from_func(lambda *x: tuple(x[d] for d in order), ndim=dims)
     sch.transform_layout(block, ("write", 0), index_map)

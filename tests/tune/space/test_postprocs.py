@@ -109,5 +109,5 @@ def test_registry_falls_back_to_gpu_key_and_can_be_extended():
     finally:
         del registry._SPACES["gpu"]
     names = [type(rule).__name__ for rule in default_rules(CPU)]
-    assert names == ["AutoInline", "AddRFactor", "MultiLevelTiling",
+    assert names == ["AutoInline", "AddRFactor", "ConvTiling", "MultiLevelTiling",
                      "ParallelizeVectorizeUnroll", "RandomComputeLocation"]  # fmt: skip
