@@ -203,6 +203,11 @@ def conv_axes(info: BlockInfo) -> ConvAxes | None:
     return None
 
 
+def dim_of(region, var: Var) -> int | None:
+    """The dimension of `region` indexed by exactly `var` (None when none is)."""
+    return next((i for i, r in enumerate(region.region) if r.min is var), None)
+
+
 def region_vars(region, last: bool = False) -> set[Var]:
     """The vars in a region's bounds (of its last dimension only, with `last`)."""
     found: set[Var] = set()

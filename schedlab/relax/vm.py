@@ -360,13 +360,11 @@ class _Call:
 
     def _op_call_kernel(self, ins: Instr, args):
         kernel = self.ex.kernels[ins.info]
-        # the same shapes every call: a compiled kernel checks them the first time only
-        launch = getattr(kernel, "call_checked_once", None) or (lambda a: kernel(*a))
         if self.timer is None:
-            launch(args)
+            _launch(kernel, args)
             return None
         start = time.perf_counter()
-        launch(args)
+        _launch(kernel, args)
         entry = self.timer.setdefault(ins.info, [0, 0.0])
         entry[0] += 1
         entry[1] += time.perf_counter() - start
@@ -384,6 +382,16 @@ class _Call:
             return int(_prim(value, self.dims))
         except KeyError as err:
             raise ValueError(f"{self.vmf.name}: symbolic dimension {err} is not bound") from None
+
+
+def _launch(kernel, args) -> None:
+    """Run a kernel; one that checks its arguments only once per shape signature (a compiled
+    CPU kernel: the VM passes the same shapes every call) does so."""
+    checked_once = getattr(kernel, "call_checked_once", None)
+    if checked_once is not None:
+        checked_once(args)
+    else:
+        kernel(*args)
 
 
 def _as_value(array):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from schedlab.schedule.index_map import IndexMap
 from schedlab.target import Target
 
-from ..analysis import BlockInfo, ConvAxes, conv_axes, region_vars
+from ..analysis import BlockInfo, ConvAxes, conv_axes, dim_of, region_vars
 from ..base import ScheduleRule, attempt
 from ._common import (
     constant_loops,
@@ -20,7 +20,7 @@ from ._common import (
     vector_lanes,
     vector_registers,
 )
-from .packing import pack_vector_operands
+from .packing import nbytes, pack_vector_operands
 
 # Measured on Zen 5 (2 cores, GFLOP/s of 3x3 layers at 64@56 / 128@28 / 256@14 / 512@7):
 # AVX-512 (32 registers): 14 rows x 1 vector 318/378/411/360, 7 x 2 310/396/411/430, 28 x 1
@@ -116,10 +116,7 @@ def weight_bytes(info: BlockInfo, axes: ConvAxes) -> int:
     out = info.block.writes[0].buffer
     for region in info.block.reads:
         if region.buffer is not out and axes.row not in region_vars(region):
-            total = region.buffer.dtype.bits // 8
-            for extent in region.buffer.shape:
-                total *= int(getattr(extent, "value", 1))
-            return total
+            return nbytes(region.buffer)
     return 0
 
 
@@ -136,7 +133,7 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> 
     pack_vector_operands(sch)  # the weight, one vector per (tap, input channel)
     write_back = sch.cache_write(block, 0, "local")
     attempt(sch, lambda: inline_epilogue(sch, write_back))
-    _channels_innermost(sch, block, info, axes)
+    channels_last(sch, block, ("write", 0), info.block.writes[0], axes.channel)
     sch.reverse_compute_at(write_back, r0)
     init = sch.decompose_reduction(block, reduce[0])
     parallelize(sch, outer, info)
@@ -149,12 +146,12 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> 
     return True
 
 
-def _channels_innermost(sch, block, info: BlockInfo, axes: ConvAxes) -> None:
-    """Lay the local accumulators out with the channel axis last, so the vector of channels
-    the reduction updates is contiguous (the output keeps its layout)."""
-    dims = len(info.block.writes[0].region)
-    regions = info.block.writes[0].region
-    channel = next(i for i, r in enumerate(regions) if r.min is axes.channel)
-    order = [d for d in range(dims) if d != channel] + [channel]
+def channels_last(sch, block, buffer, region, channel) -> None:
+    """Re-lay out `buffer` of `block` (accessed as `region`) with the dimension `channel`
+    indexes moved last: for the local accumulators, the vector of channels the reduction
+    updates becomes contiguous (the output keeps its layout)."""
+    dims = len(region.region)
+    position = dim_of(region, channel)
+    order = [d for d in range(dims) if d != position] + [position]
     index_map = IndexMap.from_func(lambda *x: tuple(x[d] for d in order), ndim=dims)
-    sch.transform_layout(block, ("write", 0), index_map)
+    sch.transform_layout(block, buffer, index_map)

@@ -52,7 +52,7 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
             # a vector read across rows (a conv weight read along its output channels) gathers
             # one element per lane unless packed, whatever its size
             strided = axes[-1][0] != len(buffer.shape) - 1
-            if strided or _nbytes(buffer) >= MIN_PACKED_BYTES:
+            if strided or nbytes(buffer) >= MIN_PACKED_BYTES:
                 found.append((block.name_hint, index, axes))
     return found
 
@@ -184,7 +184,8 @@ def _written_buffers(func) -> set:
     return written
 
 
-def _nbytes(buffer) -> int:
+def nbytes(buffer) -> int:
+    """The buffer's size in bytes (0 when a dimension is symbolic)."""
     total = buffer.dtype.bits // 8
     for extent in buffer.shape:
         value = getattr(extent, "value", None)

@@ -21,7 +21,9 @@ as well. A plain GEMM (which `conv_axes` also recognizes) is left to MultiLevelT
 
 from __future__ import annotations
 
-from schedlab.dlight.analysis import block_info, conv_axes, gemm_axes
+from schedlab.dlight.analysis import block_info, conv_axes, dim_of, gemm_axes
+from schedlab.dlight.cpu._common import inline_epilogue
+from schedlab.dlight.cpu.conv import channels_last
 from schedlab.schedule import BlockRV, Schedule
 from schedlab.schedule.errors import ScheduleError
 from schedlab.schedule.index_map import IndexMap
@@ -87,20 +89,17 @@ def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:
     sch.reorder(*outer, r0, *reduce, r1, c1, c2)
     _pack_weight(sch, block, axes, lanes)
     write_back = sch.cache_write(block, 0, "local")
-    consumers = sch.get_consumers(write_back)
-    if len(consumers) == 1:  # a bias/ReLU epilogue: applied in the write-back
-        try:
-            sch.reverse_compute_inline(consumers[0])
-        except ScheduleError:
-            pass
-    _channels_last(sch, block, ("write", 0), info.block.writes[0], axes.channel)
+    try:  # a bias/ReLU epilogue: applied in the write-back
+        inline_epilogue(sch, write_back)
+    except ScheduleError:
+        pass
+    channels_last(sch, block, ("write", 0), info.block.writes[0], axes.channel)
     # unit loops kept: the write-back has one loop per output dimension whatever the sampled
     # sizes, so every replay of the trace finds the loops it names
     sch.reverse_compute_at(write_back, r0, preserve_unit_loops=True)
     depth = next(i for i, loop in enumerate(sch.get_loops(block)) if sch.get(loop) is sch.get(r0))
     tile_loops = sch.get_loops(write_back)[depth + 1 :]
-    regions = info.block.writes[0].region
-    channel = tile_loops[next(i for i, r in enumerate(regions) if r.min is axes.channel)]
+    channel = tile_loops[dim_of(info.block.writes[0], axes.channel)]
     column = tile_loops[-1]
     init = sch.decompose_reduction(block, reduce[0])
     sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
@@ -125,9 +124,9 @@ def _pack_weight(sch: Schedule, block, axes, lanes: int) -> None:
     node = sch.get(block)
     out = node.writes[0].buffer
     for index, region in enumerate(node.reads):
-        if region.buffer is out or not any(r.min is axes.channel for r in region.region):
+        position = dim_of(region, axes.channel)
+        if region.buffer is out or position is None:
             continue
-        position = next(i for i, r in enumerate(region.region) if r.min is axes.channel)
         index_map = IndexMap.from_func(_blocked(position, len(region.region), lanes),
                                        ndim=len(region.region))  # fmt: skip
         copy = sch.cache_read(block, index, "global")
@@ -143,14 +142,6 @@ def _blocked(position: int, dims: int, lanes: int):
         return (x[position] // lanes, *rest, x[position] % lanes)
 
     return index
-
-
-def _channels_last(sch: Schedule, block, buffer, region, channel) -> None:
-    dims = len(region.region)
-    position = next(i for i, r in enumerate(region.region) if r.min is channel)
-    order = [d for d in range(dims) if d != position] + [position]
-    index_map = IndexMap.from_func(lambda *x: tuple(x[d] for d in order), ndim=dims)
-    sch.transform_layout(block, buffer, index_map)
 
 
 __all__ = ["ConvTiling"]
