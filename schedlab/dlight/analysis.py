@@ -203,6 +203,45 @@ def conv_axes(info: BlockInfo) -> ConvAxes | None:
     return None
 
 
+def dense_suffix(info: BlockInfo) -> int:
+    """How many innermost loops of `info` (at least one) can be fused without breaking any
+    access's contiguity: in the block's output and in every read that uses their vars, those
+    vars index exactly the last dimensions, in loop order, one point each, and each such
+    dimension is as long as its loop (so `[.., i2, i3]` of a 55x55 image fuses into one
+    contiguous run of 3025 elements)."""
+    loops = info.loops
+    regions = [*info.block.writes, *info.block.reads]
+    count = 1
+    while count < len(loops):
+        suffix = loops[len(loops) - count - 1 :]
+        if not all(_ends_with(region, suffix) for region in regions):
+            break
+        count += 1
+    return count
+
+
+def _ends_with(region, suffix) -> bool:
+    """Whether `region` either uses none of the `suffix` loops' vars or indexes its last
+    dimensions exactly with them (one point each, full extents) and nowhere else."""
+    wanted = {loop.var for loop in suffix}
+    used = region_vars(region) & wanted
+    if not used:
+        return True
+    dims = region.region
+    if len(dims) < len(suffix):
+        return False
+    head, tail = dims[: len(dims) - len(suffix)], dims[len(dims) - len(suffix) :]
+    shape = region.buffer.shape[len(dims) - len(suffix) :]
+    for rng, loop, size in zip(tail, suffix, shape):
+        extent = getattr(loop.loop.extent, "value", None)
+        if rng.min is not loop.var or getattr(rng.extent, "value", None) != 1:
+            return False
+        if extent is None or getattr(size, "value", None) != extent:
+            return False
+    return not any((set(collect_vars(r.min)) | set(collect_vars(r.extent))) & wanted
+                   for r in head)  # fmt: skip
+
+
 def dim_of(region, var: Var) -> int | None:
     """The dimension of `region` indexed by exactly `var` (None when none is)."""
     return next((i for i, r in enumerate(region.region) if r.min is var), None)

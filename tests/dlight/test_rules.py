@@ -254,3 +254,42 @@ def test_strided_pooling_accumulates_a_row_locally(name):
     args = workloads.make_args(func, seed=6)
     schedlab.build(sch.mod)(*args)
     np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5, atol=1e-5)
+
+
+def _concat_channels(c1: int, c2: int, h: int, w: int):
+    """T.concat along channels of two NCHW images, as LegalizeOps writes it."""
+    a = te.placeholder((1, c1, h, w), name="A")
+    b = te.placeholder((1, c2, h, w), name="B")
+    out = te.compute(
+        (1, c1 + c2, h, w),
+        lambda n, c, y, x: te.if_then_else(c < c1, a[n, c, y, x], b[n, c - c1, y, x]),
+        name="T_concat",
+    )
+    return te.create_prim_func([a, b, out])
+
+
+def test_elementwise_fuses_the_contiguous_inner_loops():
+    """[.., y, x] of a 13x11 image in every access: one 143-element loop, vectorized whole (no
+    power-of-two vector divides 143), the channels parallel; numerics at odd sizes."""
+    func = _concat_channels(5, 7, 13, 11)
+    assert dlight.dense_suffix(info_of(func, "T_concat")) == 2
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), Target("cpu"))
+    assert fired == {"T_concat": "Elementwise"}
+    text = sch.func.script()
+    assert "T.vectorized(143)" in text
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((1, 5, 13, 11), "f4"), rng.standard_normal((1, 7, 13, 11), "f4")
+    out = np.zeros((1, 12, 13, 11), "float32")
+    schedlab.build(sch.func)(a, b, out)
+    np.testing.assert_array_equal(out, np.concatenate([a, b], axis=1))
+
+
+def test_dense_suffix_stops_at_a_transposed_or_partial_access():
+    a = te.placeholder((6, 5, 4), name="A")
+    swapped = te.compute((6, 4, 5), lambda i, j, k: a[i, k, j] * 2, name="swapped")
+    assert dlight.dense_suffix(info_of(te.create_prim_func([a, swapped]), "swapped")) == 1
+    # the output's rows are 4 long but the input's 5: rows are not one contiguous run in A
+    part = te.compute((6, 5, 3), lambda i, j, k: a[i, j, k] + 1, name="part")
+    assert dlight.dense_suffix(info_of(te.create_prim_func([a, part]), "part")) == 1
+    whole = te.compute((6, 5, 4), lambda i, j, k: a[i, j, k] + 1, name="whole")
+    assert dlight.dense_suffix(info_of(te.create_prim_func([a, whole]), "whole")) == 3

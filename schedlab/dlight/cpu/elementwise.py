@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..analysis import BlockInfo
+from math import prod
+
+from ..analysis import BlockInfo, dense_suffix
 from ..base import ScheduleRule
 from ._common import (
     extent_of,
@@ -32,6 +34,10 @@ class Elementwise(ScheduleRule):
         if any(e is None for e in extents):
             return False
         lanes = vector_lanes(target, output_dtype(info.block))
+        fused = dense_suffix(info)
+        if fused > 1:  # one contiguous run: fewer, longer vector loops
+            loops = [*loops[:-fused], sch.fuse(*loops[-fused:])]
+            extents = [*extents[:-fused], prod(extents[-fused:])]
         outer = vectorize_innermost(sch, loops[-1], extents[-1], lanes)
         parallel = [*loops[:-1], *([outer] if outer is not None else [])]
         parallelize(sch, parallel[: parallel_prefix(sch, parallel, target)], info)
