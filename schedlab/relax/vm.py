@@ -272,6 +272,10 @@ class VirtualMachine:
         if not isinstance(executable, Executable):
             raise TypeError(f"VirtualMachine: expected an Executable, got {executable!r}")
         self.executable = executable
+        # planned storage kept between calls: a fresh 3 MB block is ~750 page faults on first
+        # touch (a conv writing 64x111x111 floats: 0.76 ms in warm storage, 1.55 ms in fresh);
+        # one free list per (function, instruction), so concurrent calls never share a block
+        self._storage: dict[tuple[str, int], list[np.ndarray]] = {}
 
     def __getitem__(self, name: str) -> Callable:
         if name not in self.executable.functions:
@@ -282,7 +286,7 @@ class VirtualMachine:
     def invoke(self, name: str, arrays: Sequence, timer: dict | None = None):
         """Run the function `name` on `arrays`; `timer` (kernel -> [calls, seconds]) collects
         kernel times when given."""
-        return _Call(self.executable, name, timer).run(arrays)
+        return _Call(self.executable, name, timer, self._storage).run(arrays)
 
     def profile(self, *arrays, func_name: str = "main") -> ProfileReport:
         """Run `func_name` once and time each kernel call."""
@@ -298,20 +302,30 @@ class VirtualMachine:
 class _Call:
     """One call of a VM function: registers, bound symbolic dims."""
 
-    def __init__(self, ex: Executable, name: str, timer: dict | None):
+    def __init__(self, ex: Executable, name: str, timer: dict | None, storage: dict):
         self.ex, self.vmf, self.timer = ex, ex.functions[name], timer
         self.regs: list = [None] * self.vmf.num_regs
         self.dims: dict = {}
+        self.storage = storage  # the VM's free blocks, (function, instruction) -> [array]
+        self.taken: list[tuple[tuple[str, int], np.ndarray]] = []  # blocks this call holds
+        self.fresh: set[int] = set()  # ids of tensors allocated for this call alone
 
     def run(self, arrays: Sequence):
-        self._bind_params(arrays)
-        for ins in self.vmf.instrs:
-            if ins.op == "ret":
-                return _copy_out(self.regs[ins.args[0]])
-            value = getattr(self, f"_op_{ins.op}")(ins, [self.regs[a] for a in ins.args])
-            if ins.dst >= 0:
-                self.regs[ins.dst] = value
-        raise RuntimeError(f"{self.vmf.name}: no return instruction")
+        try:
+            self._bind_params(arrays)
+            for index, ins in enumerate(self.vmf.instrs):
+                if ins.op == "ret":
+                    return _copy_out(self.regs[ins.args[0]], self.fresh)
+                if ins.op == "alloc_storage":
+                    value = self._storage_block(index, ins)
+                else:
+                    value = getattr(self, f"_op_{ins.op}")(ins, [self.regs[a] for a in ins.args])
+                if ins.dst >= 0:
+                    self.regs[ins.dst] = value
+            raise RuntimeError(f"{self.vmf.name}: no return instruction")
+        finally:  # results never alias storage (`_copy_out`), so it is free again
+            for key, block in self.taken:
+                self.storage.setdefault(key, []).append(block)
 
     def _bind_params(self, arrays: Sequence) -> None:
         vmf = self.vmf
@@ -346,14 +360,31 @@ class _Call:
     def _op_match(self, ins: Instr, args):
         _match(ins.info, args[0], self.dims, f"{self.vmf.name}: match_cast")
 
-    def _op_alloc_storage(self, ins: Instr, args):
-        return np.empty(self._dim(ins.info), np.uint8)
+    def _storage_block(self, index: int, ins: Instr) -> np.ndarray:
+        """A block of planned storage: one this instruction used in an earlier call when one
+        of the right size is free, else a new one."""
+        key, size = (self.vmf.name, index), self._dim(ins.info)
+        free = self.storage.get(key)
+        block = None
+        while free and block is None:
+            try:
+                block = free.pop()
+            except IndexError:  # another thread took the last one
+                break
+            if block.size != size:  # symbolic sizes changed: let the old block go
+                block = None
+        if block is None:
+            block = np.empty(size, np.uint8)
+        self.taken.append((key, block))
+        return block
 
     def _op_alloc_tensor(self, ins: Instr, args):
         dims, dtype = ins.info
         shape = tuple(self._dim(d) for d in dims)
         if not args:
-            return np.empty(shape, dtype)
+            tensor = np.empty(shape, dtype)
+            self.fresh.add(id(tensor))
+            return tensor
         count = int(np.prod(shape, dtype=np.int64))
         nbytes = count * np.dtype(dtype).itemsize
         return args[0][:nbytes].view(dtype).reshape(shape)
@@ -371,7 +402,7 @@ class _Call:
         return None
 
     def _op_call_func(self, ins: Instr, args):
-        return _Call(self.ex, ins.info, self.timer).run(args)
+        return _Call(self.ex, ins.info, self.timer, self.storage).run(args)
 
     def _dim(self, value) -> int:
         from .interpreter import _prim
@@ -400,11 +431,18 @@ def _as_value(array):
     return np.ascontiguousarray(array) if isinstance(array, np.ndarray) else np.asarray(array)
 
 
-def _copy_out(value):
-    """Results as fresh arrays: never a view of planned storage or a caller's argument."""
+def _copy_out(value, fresh: set[int]):
+    """Results as arrays of their own: never a view of planned storage or a caller's argument.
+    A tensor allocated for this call alone is returned as it is, once (copying a 3 MB output
+    cost 0.65 ms); `fresh` loses the ids returned."""
     if isinstance(value, tuple):
-        return tuple(_copy_out(v) for v in value)
-    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+        return tuple(_copy_out(v, fresh) for v in value)
+    if not isinstance(value, np.ndarray):
+        return value
+    if id(value) in fresh:
+        fresh.discard(id(value))
+        return value
+    return np.array(value, copy=True)
 
 
 def _match(sinfo: StructInfo, value, dims: dict, what: str) -> None:

@@ -93,6 +93,39 @@ def test_results_are_fresh_and_repeatable():
     np.testing.assert_array_equal(first, second)
 
 
+def test_planned_storage_is_reused_between_calls_and_never_returned():
+    """Planned storage stays with the VM (no page faults on every call); results never alias
+    it, nor each other, and a tuple returning one tensor twice gets two arrays."""
+    mod = mlp_module()
+    arrays = inputs_for(mod)
+    vm = assert_vm_matches(mod, arrays)
+    blocks = {key: [id(b) for b in free] for key, free in vm._storage.items()}
+    assert blocks, "the mlp module plans storage for its intermediates"
+    first = vm["main"](*arrays)
+    assert {key: [id(b) for b in free] for key, free in vm._storage.items()} == blocks
+    second = vm["main"](*arrays)
+    np.testing.assert_array_equal(first, second)
+    assert not np.shares_memory(first, second)
+    for free in vm._storage.values():
+        assert not any(np.shares_memory(first, block) for block in free)
+    pair = assert_vm_matches(norm_module(), inputs_for(norm_module()))
+    softmax, norm = pair["main"](*inputs_for(norm_module()))
+    assert not np.shares_memory(softmax, norm)
+
+
+def test_concurrent_calls_do_not_share_storage():
+    from concurrent.futures import ThreadPoolExecutor
+
+    mod = mlp_module(rows=64, dims=(32, 48, 40, 56, 24))
+    vm = VirtualMachine(schedlab.compile(mod, target="cpu"))
+    inputs = [inputs_for(mod, seed) for seed in range(6)]
+    want = [run(mod, *arrays) for arrays in inputs]
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda arrays: vm["main"](*arrays), inputs * 4))
+    for k, result in enumerate(got):
+        np.testing.assert_allclose(result, want[k % len(inputs)], rtol=1e-4, atol=1e-4)
+
+
 def test_executable_keeps_instructions_and_kernels():
     ex = schedlab.compile(mlp_module(), target="cpu")
     assert set(ex.kernels) == {k for k, f in ex.mod.items() if isinstance(f, schedlab.PrimFunc)}
