@@ -211,7 +211,10 @@ class Schedule:
         table = dict(handles)
 
         def wrap(value, cls):
-            handle = cls()
+            # the hint is the loop's or block's name now: the variable the trace's Python
+            # gives the handle (Trace.as_python(named=True)), matching the printed IR
+            hint = value.loop_var.name if isinstance(value, For) else ""
+            handle = cls(value.name_hint if isinstance(value, Block) else hint)
             table[id(handle)] = (handle, value.uid if isinstance(value, (For, Block)) else value)
             return handle
 

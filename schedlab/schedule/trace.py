@@ -21,7 +21,10 @@ last inputs (["Split", ["l1", "None", 16], ...]). `Trace.from_json` also accepts
 
 from __future__ import annotations
 
+import inspect
 import json
+import keyword
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,29 +176,34 @@ class Trace:
         Only data is read; unknown instruction kinds and malformed entries raise TraceError."""
         return _read_json(data)
 
-    def as_python_lines(self, remove_postproc: bool = False) -> list[str]:
+    def as_python_lines(self, remove_postproc: bool = False, named: bool = False) -> list[str]:
         """One line per instruction, as Python calls on `sch` (decisions inline): the body of
-        `as_python` (TVM's `Trace.as_python` returns this list)."""
+        `as_python` (TVM's `Trace.as_python` returns this list).
+
+        Variables are TVM's b0, l1, v2 ...; with `named`, a handle's variable is the name of
+        its loop or block when the handle was made (`i_0`, `C`; see `_PythonNames`) and
+        keyword arguments left at their defaults are not written (what a person would type)."""
         trace = self._without_postproc() if remove_postproc else self
-        names = _Names()
+        names = _PythonNames(trace.insts) if named else _Names()
         lines = []
-        for inst in trace.insts:
+        for index, inst in enumerate(trace.insts):
             kind = get_kind(inst.kind)
-            args = _python_args(kind, inst, names)
+            args = _python_args(kind, inst, names, omit_defaults=named)
             if inst in trace.decisions:
                 args.append(f"decision={trace.decisions[inst]!r}")
             call = f"sch.{kind.method}({', '.join(args)})"
-            outs = [names.define(h) for h in inst.outputs]
+            outs = names.define_outputs(inst.outputs, index)
             many = kind.outputs in ("loops", "blocks", "exprs")
             target = ", ".join(outs) + ("," if many and len(outs) == 1 else "")
             target = f"{target} = " if outs else ""
             lines.append(f"{target}{call}")
         return lines
 
-    def as_python(self, remove_postproc: bool = False) -> str:
+    def as_python(self, remove_postproc: bool = False, named: bool = False) -> str:
         """The trace as a runnable Python function `def apply_trace(sch):` (constants are written
-        as `T.int32(...)`: run it with `T` from `schedlab.script.tir` in scope)."""
-        body = self.as_python_lines(remove_postproc) or ["pass"]
+        as `T.int32(...)`: run it with `T` from `schedlab.script.tir` in scope); `named` as in
+        `as_python_lines`."""
+        body = self.as_python_lines(remove_postproc, named) or ["pass"]
         return "def apply_trace(sch):\n" + "".join(f"    {line}\n" for line in body)
 
     def __str__(self) -> str:
@@ -205,10 +213,12 @@ class Trace:
         return len(self.insts)
 
 
-def _python_args(kind, inst: Instruction, names: _Names) -> list[str]:
+def _python_args(kind, inst: Instruction, names: _Names, omit_defaults: bool = False) -> list[str]:
     """Arguments of the call: by keyword, except a `*loops` parameter and the ones before it,
-    which are positional (a keyword may not precede a positional argument)."""
-    order = list(kind.signature.parameters)
+    which are positional (a keyword may not precede a positional argument). `omit_defaults`
+    leaves out keywords whose value is the parameter's default (the call means the same)."""
+    params = kind.signature.parameters
+    order = list(params)
     positional = order[: order.index(kind.varargs) + 1] if kind.varargs else []
     values = dict(zip(kind.inputs, inst.inputs))
     args = []
@@ -217,10 +227,17 @@ def _python_args(kind, inst: Instruction, names: _Names) -> list[str]:
             args += [_py_value(x, names) for x in values.pop(name)]
         elif name in values:
             args.append(_py_value(values.pop(name), names))
-    args += [f"{p}={_py_value(v, names)}" for p, v in values.items()]
-    attrs = dict(zip(kind.attrs, inst.attrs))
-    args += [f"{p}={_py_value(v, names)}" for p, v in attrs.items()]
+    keywords = {**values, **dict(zip(kind.attrs, inst.attrs))}
+    for p, v in keywords.items():
+        if not (omit_defaults and p in params and _is_default(v, params[p].default)):
+            args.append(f"{p}={_py_value(v, names)}")
     return args
+
+
+def _is_default(value, default) -> bool:
+    if default is inspect.Parameter.empty or is_handle(value) or type(value) is not type(default):
+        return False
+    return value == default
 
 
 class _Names:
@@ -239,6 +256,64 @@ class _Names:
             return self.names[id(handle)]
         except KeyError:
             raise TraceError(f"{handle!r} is used before any instruction defines it") from None
+
+    def define_outputs(self, handles, index: int) -> list[str]:
+        return [self.define(h) for h in handles]
+
+
+class _PythonNames(_Names):
+    """Python variables named after loops and blocks: a handle's hint (its loop or block name
+    when it was made: `i_0`, `C`), made a valid identifier. A name is taken again only once
+    the handle holding it is read no more (`C = sch.get_block("C")` after the old C's last
+    use); otherwise the new one becomes `i__2`. Handles without a hint get `l3`, `v4` ..."""
+
+    RESERVED = frozenset({"sch", "T", "apply_trace"})
+
+    def __init__(self, insts):
+        super().__init__()
+        self.last_use: dict[int, int] = {}  # id(handle) -> index of its last reading instruction
+        for index, inst in enumerate(insts):
+            for handle in _handles_in(inst.inputs):
+                self.last_use[id(handle)] = index
+        self.holder: dict[str, int] = {}  # variable -> id(handle) it holds now
+        self.count = 0
+
+    def define_outputs(self, handles, index: int) -> list[str]:
+        taken_here: set[str] = set()
+        out = []
+        for handle in handles:
+            name = self._pick(handle, index, taken_here)
+            taken_here.add(name)
+            out.append(name)
+        return out
+
+    def _pick(self, handle, index: int, taken_here: set) -> str:
+        if id(handle) in self.names:
+            return self.names[id(handle)]
+        self.count += 1
+        base = _identifier(getattr(handle, "hint", ""))
+        base = base if base else f"{_PREFIX[type(handle)]}{self.count - 1}"
+        name, n = base, 1
+        while name in taken_here or name in self.RESERVED or self._live(name, index):
+            n += 1
+            name = f"{base}__{n}"
+        self.names[id(handle)] = name
+        self.holder[name] = id(handle)
+        return name
+
+    def _live(self, name: str, index: int) -> bool:
+        """Whether `name` holds a handle that an instruction after `index` still reads (one
+        read by instruction `index` itself is read before its outputs are assigned)."""
+        holder = self.holder.get(name)
+        return holder is not None and self.last_use.get(holder, -1) > index
+
+
+def _identifier(hint: str) -> str:
+    """`hint` as a Python identifier ("" for none): other characters become `_`."""
+    name = re.sub(r"\W", "_", hint or "", flags=re.ASCII)
+    if name and name[0].isdigit():
+        name = f"_{name}"
+    return f"{name}_" if keyword.iskeyword(name) else name
 
 
 def _handles_in(value) -> list:

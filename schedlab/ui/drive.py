@@ -11,6 +11,19 @@ from __future__ import annotations
 import re
 
 ROOT = '[data-testid="explorer"]'
+# JS: `el`, the element matching `sel`, looked for through shadow roots (Panel renders the
+# component inside one)
+_FIND_ROOT = """
+const find = (root) => {
+  const hit = root.querySelector(sel);
+  if (hit) return hit;
+  for (const el of root.querySelectorAll("*")) {
+    if (el.shadowRoot) { const f = find(el.shadowRoot); if (f) return f; }
+  }
+  return null;
+};
+const el = find(document);
+"""
 
 
 def testid(name: str) -> str:
@@ -42,18 +55,10 @@ class ExplorerPage:
         """Run `click`, wait for the answer to be rendered; its click-to-render time in ms."""
         await click()
         await self.page.wait_for_function(
-            """([sel, before]) => {
-                 const find = (root) => {
-                   const hit = root.querySelector(sel);
-                   if (hit) return hit;
-                   for (const el of root.querySelectorAll("*")) {
-                     if (el.shadowRoot) { const f = find(el.shadowRoot); if (f) return f; }
-                   }
-                   return null;
-                 };
-                 const el = find(document);
+            f"""([sel, before]) => {{
+                 {_FIND_ROOT}
                  return el && Number(el.dataset.seq || 0) > before;
-               }""",
+               }}""",
             arg=[ROOT, before],
             timeout=self.timeout_ms,
             polling=50,
@@ -83,8 +88,9 @@ class ExplorerPage:
         await form.wait_for(timeout=self.timeout_ms)
 
     async def apply(self, name: str, **fields) -> float:
-        """Open primitive `name`, fill its form (text fields by value, selects by label), click
-        Apply; returns the click-to-rendered time in ms."""
+        """Open primitive `name`, fill its form (text fields by value, selects by label, a
+        loops field by a list of loop names in order), click Apply; returns the
+        click-to-rendered time in ms."""
         await self.open_primitive(name)
         for field, value in fields.items():
             control = self.by(f"arg-{field}")
@@ -93,6 +99,12 @@ class ExplorerPage:
                 await control.select_option(label=str(value))
             elif await control.get_attribute("type") == "checkbox":
                 await control.set_checked(bool(value))
+            elif isinstance(value, (list, tuple)):  # a loops field: tick them in this order
+                for loop in value:
+                    label = control.locator("label").filter(
+                        has_text=re.compile(rf"^\d*{re.escape(loop)}$")
+                    )
+                    await label.locator("input").check()
             else:
                 await control.fill(str(value))
         return await self.act(lambda: self.by("apply").click())
@@ -102,8 +114,22 @@ class ExplorerPage:
         return await self.act(lambda: self.by(name).click())
 
     async def show_tab(self, name: str) -> None:
-        """Switch the right-hand tabs (a view change: no action is sent)."""
+        """Switch the right-hand tabs (a view change; the Diff tab may ask for the diff of
+        the current step by itself: this waits until that is answered)."""
         await self.by(f"tab-{name}").click()
+        await self.settled()
+
+    async def settled(self) -> None:
+        """Wait until no action the page sent is waiting for its answer."""
+        await self.page.wait_for_function(
+            f"""(sel) => {{
+                 {_FIND_ROOT}
+                 return el && !el.classList.contains("sl-busy");
+               }}""",
+            arg=ROOT,
+            timeout=self.timeout_ms,
+            polling=50,
+        )
 
     async def load_workload(self, name: str, sizes: str) -> float:
         await self.by("workload-select").select_option(name)

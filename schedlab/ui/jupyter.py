@@ -141,9 +141,13 @@ class Explorer(ipywidgets.VBox):
 
     @property
     def message(self) -> str:
-        """The message the view shows ("" when none)."""
+        """The message the view shows ("" when none): the cause, then the function it is
+        about (what the view folds under the cause), if any."""
         message = self.state.get("message")
-        return message["text"] if message else ""
+        if not message:
+            return ""
+        detail = message.get("detail") or ""
+        return f"{message['text']}\n{detail}" if detail else message["text"]
 
     # -- helpers -----------------------------------------------------------------------------
     def _refresh(self) -> None:

@@ -17,6 +17,8 @@ its own branches (named Schedules); a "step" is a user-visible version of the cu
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -279,7 +281,8 @@ class ExplorerModel:
             outputs = getattr(trial, name)(*positional, **kwargs)
         except ScheduleError as err:
             uids = tuple(n.uid for n in err.nodes if isinstance(n, (For, Block)))
-            return ApplyResult(False, name, str(err), uids, error=err)
+            cause, detail = _cause_and_function(err)
+            return ApplyResult(False, name, cause, uids, error=err, detail=detail)
         except (TypeError, ValueError, SchedlabError) as err:
             return ApplyResult(False, name, f"{name}: {err}", error=err)
         session = self._session
@@ -394,7 +397,7 @@ class ExplorerModel:
         return {
             "diff": diff_text(texts[a], texts[b], a, b),
             "scripts": texts,
-            "traces": {n: session.branches[n].trace.as_python() for n in (a, b)},
+            "traces": {n: session.branches[n].trace.as_python(named=True) for n in (a, b)},
             "predicted": {n: self._predict_mod(session.branches[n].mod) for n in (a, b)},
             "measured": {n: self.known_measurement(session.branches[n].mod) for n in (a, b)},
         }
@@ -502,8 +505,9 @@ class ExplorerModel:
         return self.schedule.trace.as_json()
 
     def export_trace_python(self) -> str:
-        """The current branch's trace as Python (`def apply_trace(sch): ...`)."""
-        return self.schedule.trace.as_python()
+        """The current branch's trace as Python (`def apply_trace(sch): ...`), its variables
+        named after the loops and blocks (`i_0, i_1 = sch.split(loop=i, ...)`)."""
+        return self.schedule.trace.as_python(named=True)
 
     def import_trace(self, data, branch: str | None = None) -> None:
         """Replay a JSON trace (dict or text; read as data, never executed) on the unscheduled
@@ -537,10 +541,29 @@ def _is_pure_step(step) -> bool:
 
 
 def _label(step) -> str:
+    """The step's primitive call with the loop and block names the tree shows at that step:
+    `split(loop=i, factors=[None, 16])`."""
     if step.instruction is None:
         return "start"
-    lines = step.trace.as_python_lines()
-    return lines[-1].strip() if lines else step.instruction.kind
+    lines = step.trace.as_python_lines(named=True)
+    if not lines:
+        return step.instruction.kind
+    call = re.sub(r"^[\w, ]*=\s*", "", lines[-1].strip())  # the outputs: the tree shows them
+    return call.removeprefix("sch.")
+
+
+_FUNCTION_HEADER = re.compile(r"^The function, with what this is about marked \^+:\n")
+
+
+def _cause_and_function(err: ScheduleError) -> tuple[str, str]:
+    """A ScheduleError's cause (what broke) and, apart, the function printed with the
+    offending loops/blocks marked ("" when the error has none): people read the cause first."""
+    brief = copy.copy(err)
+    brief.render_level = "none"
+    cause, full = str(brief), str(err)
+    if not full.startswith(cause):
+        return full, ""
+    return cause, _FUNCTION_HEADER.sub("", full[len(cause) :].lstrip("\n"))
 
 
 def _output_uids(sch: Schedule, outputs) -> tuple:

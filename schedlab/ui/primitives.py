@@ -13,6 +13,7 @@ from typing import Any
 
 from schedlab.ir.stmt import Block, For, ForKind, IterType
 from schedlab.schedule.errors import ScheduleError
+from schedlab.schedule.handles import BlockRV, LoopRV
 from schedlab.schedule.instruction import PrimitiveContext, kind_by_method
 
 ARG_KINDS = ("loop", "loops", "block", "int", "ints", "str", "bool", "choice", "any")
@@ -92,8 +93,14 @@ _DRY_RUN = {"parallel", "vectorize", "unroll", "compute_inline", "reverse_comput
 
 def _spec(name: str, target: str, param: str, args) -> PrimitiveSpec:
     kind = kind_by_method(name)
-    doc = (kind.doc.strip().splitlines() or [""])[0] if kind is not None else ""
-    return PrimitiveSpec(name, target, param, tuple(args), doc)
+    return PrimitiveSpec(name, target, param, tuple(args), summary(kind.doc if kind else ""))
+
+
+def summary(doc: str) -> str:
+    """The first paragraph of a docstring as one line: what the primitive does, whole (its
+    first line alone stops mid-sentence)."""
+    paragraph = (doc or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
 
 
 def all_specs() -> list[PrimitiveSpec]:
@@ -167,7 +174,9 @@ def _collect_loops(stmt, found: list) -> None:
 
 # -- turning UI arguments into handles -----------------------------------------------------------
 class HandleResolver:
-    """Makes schedule handles (via get_block/get_loops) for loops/blocks given by uid or name."""
+    """Schedule handles for loops/blocks given by uid or name: a handle the schedule already
+    has for that loop/block (a split's output, an earlier look-up), else a new one via
+    get_block/get_loops. So the trace fetches each handle once, as a person writes it."""
 
     def __init__(self, sch):
         self.sch = sch
@@ -175,12 +184,21 @@ class HandleResolver:
     def block(self, value):
         state = self.sch.state
         if isinstance(value, str):
-            return self.sch.get_block(value)
+            found = state.blocks_named(value)
+            if len(found) != 1:
+                return self.sch.get_block(value)  # its error says what is wrong
+            value = found[0].uid
         node = self._node(value, Block, "block")
+        existing = self._existing(node.uid)
+        if existing is not None:
+            return existing
         return self.sch.get_block(node.name_hint, func_name=state.func_name_of(node.uid))
 
     def loop(self, value):
         node = self._node(value, For, "loop")
+        existing = self._existing(node.uid)
+        if existing is not None:
+            return existing
         blocks = self.sch.state.child_blocks(node)
         if not blocks:
             raise ValueError(f"loop uid {value} has no block inside it to reach it by")
@@ -188,6 +206,20 @@ class HandleResolver:
             if self.sch.get(handle).uid == node.uid:
                 return handle
         raise ValueError(f"loop uid {value} was not found above block {blocks[0].name_hint!r}")
+
+    def _existing(self, uid: int):
+        """The newest handle of the trace that still points at loop/block `uid`, or None."""
+        for inst in reversed(self.sch.trace.insts):
+            for handle in reversed(inst.outputs):
+                if not isinstance(handle, (LoopRV, BlockRV)):
+                    continue
+                try:
+                    node = self.sch.get(handle)
+                except ScheduleError:  # HandleError: its loop/block was rewritten away
+                    continue
+                if node.uid == uid:
+                    return handle
+        return None
 
     def _node(self, value, cls, what: str):
         if not isinstance(value, int) or isinstance(value, bool):

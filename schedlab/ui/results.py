@@ -28,8 +28,10 @@ class Event:
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """The outcome of `ExplorerModel.apply`. When not ok, `message` is the ScheduleError's (or
-    argument error's) text, `uids` the offending loops/blocks, and nothing changed."""
+    """The outcome of `ExplorerModel.apply`. When not ok, `message` is the cause in a line or
+    a few (the ScheduleError's or argument error's text), `detail` the function printed with
+    the offending loops/blocks marked ^^^ ("" when there is none), `uids` those loops/blocks,
+    and nothing changed."""
 
     ok: bool
     primitive: str
@@ -37,6 +39,7 @@ class ApplyResult:
     uids: tuple[int, ...] = ()
     outputs: tuple = ()  # uids of the loops/blocks made (ints for sampled values)
     error: Exception | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class StepInfo:
     """One user-visible step of the current branch: 0 is the unscheduled function."""
 
     index: int
-    label: str  # e.g. "split(i, factors=[None, 16])", "start"
+    label: str  # e.g. "split(loop=i, factors=[None, 16])", "start": the tree's names
     mod: IRModule
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import threading
 from collections.abc import Callable
 from functools import cache
@@ -87,10 +88,7 @@ class ExplorerSession:
 
     def _do_load_workload(self, action: dict) -> None:
         name = _str(action, "name")
-        sizes = action.get("sizes") or {}
-        if not isinstance(sizes, dict):
-            raise ActionError(f"load_workload: sizes must be an object, got {sizes!r}")
-        self.model.load_workload(name, **sizes)
+        self.model.load_workload(name, **workload_sizes(name, action.get("sizes")))
         self.message = None
 
     def _do_load_onnx(self, action: dict) -> None:
@@ -265,7 +263,7 @@ class ExplorerSession:
                 "workloads": workload_choices(), "targets": list(TARGETS),
                 "target": str(m.target.kind), "functions": [
                     {"name": n, "kind": k} for n, k in m.functions()],
-                "func": m.func_name, "message": self.message,
+                "func": m.func_name, "message": self.message and {"detail": "", **self.message},
                 "tune": {**self.tune.state(), "scopes": TP.scope_choices(m)},
             }  # fmt: skip
             if m.func_name is None:
@@ -457,7 +455,66 @@ def _spec_json(spec) -> dict:
 
 
 def _apply_message(result: ApplyResult) -> dict:
-    return {"level": "error", "text": result.message, "uids": list(result.uids)}
+    return {"level": "error", "text": result.message, "uids": list(result.uids),
+            "detail": result.detail}  # fmt: skip
+
+
+def workload_sizes(name: str, given) -> dict[str, int]:
+    """The sizes of a load_workload action, as typed ("M=1024, N=512 K=64") or as an object,
+    checked field by field against workload `name`: an ActionError lists every bad field
+    with its name, what it accepts and what it got."""
+    from schedlab import workloads
+
+    spec = workloads.spec(name)  # an unknown workload: its own error, listing the known ones
+    if given is None or given == "":
+        return {}
+    if isinstance(given, str):
+        items, problems = _size_items(given)
+    elif isinstance(given, dict):
+        items, problems = list(given.items()), []
+    else:
+        raise ActionError(f"load_workload: sizes must be text or an object, got {given!r}")
+    sizes: dict[str, int] = {}
+    for key, raw in items:
+        known = [k for k, v in spec.defaults.items() if type(v) is int]
+        if key not in known:
+            problems.append(f"{key}: {name} has no size {key} (its sizes: {', '.join(known)})")
+        elif key in sizes:
+            problems.append(f"{key}: given twice")
+        else:
+            value = _whole_number(raw)
+            minimum = spec.size_minimum(key)
+            if value is None or (minimum is not None and value < minimum):
+                accepted = "a whole number" + ("" if minimum is None else f" >= {minimum}")
+                shown = value if value is not None else "nothing" if raw == "" else repr(raw)
+                problems.append(f"{key}: expected {accepted}, got {shown}")
+            else:
+                sizes[key] = value
+    if problems:
+        lines = "".join(f"\n  {p}" for p in problems)
+        raise ActionError(f"load_workload: {name} was not loaded:{lines}")
+    return sizes
+
+
+def _size_items(text: str) -> tuple[list, list]:
+    """("M=64, N=x" -> [("M", "64"), ("N", "x")], problems with what is not NAME=VALUE)."""
+    items, problems = [], []
+    for match in re.finditer(r"([A-Za-z_]\w*)\s*=\s*([^\s,;=]*)|([^\s,;]+)", text):
+        if match.group(3) is not None:
+            problems.append(f"{match.group(3)!r} is not NAME=VALUE (write M=1024, N=512)")
+        else:
+            items.append((match.group(1), match.group(2)))
+    return items, problems
+
+
+def _whole_number(raw) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*[-+]?\d+\s*", raw):
+        return int(raw)
+    return None
 
 
 def _walk(func: PrimFunc, cls) -> list:

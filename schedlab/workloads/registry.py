@@ -21,6 +21,8 @@ from schedlab.ir.expr import IntImm, Var
 from schedlab.ir.function import PrimFunc
 
 NUM_OUTPUTS_ATTR = "schedlab.num_outputs"
+# integer sizes that may be 0; every other one (with a positive default) must be >= 1
+ZERO_SIZES = frozenset({"padding"})
 
 _REGISTRY: dict[str, Workload] = {}
 
@@ -55,12 +57,31 @@ class Workload:
             )
         resolved = {**self.defaults, **sizes}
         for key, value in resolved.items():
-            default = self.defaults[key]
-            if isinstance(default, int) and (isinstance(value, bool) or not _is_int(value)):
-                raise ValueError(
-                    f"workload {self.name!r}: size {key} must be an integer, got {value!r}"
-                )
+            problem = self.size_problem(key, value)
+            if problem:
+                raise ValueError(f"workload {self.name!r}: {problem}")
         return resolved
+
+    def size_minimum(self, key: str) -> int | None:
+        """The smallest value size `key` takes: 1 for an extent, stride, kernel, ... and 0 for
+        padding (an empty tensor is no workload); None when it has no lower bound."""
+        default = self.defaults.get(key)
+        if isinstance(default, bool) or not isinstance(default, int) or default < 1:
+            return None
+        return 0 if key in ZERO_SIZES else 1
+
+    def size_problem(self, key: str, value) -> str | None:
+        """What is wrong with `value` as size `key` ("size M must be >= 1, got -5"), or None;
+        the message says what is accepted. Unknown keys are `resolve`'s to report."""
+        default = self.defaults.get(key)
+        if not isinstance(default, int) or isinstance(default, bool):
+            return None
+        if isinstance(value, bool) or not _is_int(value):
+            return f"size {key} must be an integer, got {value!r}"
+        minimum = self.size_minimum(key)
+        if minimum is not None and value < minimum:
+            return f"size {key} must be >= {minimum}, got {value}"
+        return None
 
     def flops(self, **sizes) -> int:
         """Floating-point operations of one run at these sizes (defaults for the rest)."""

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -110,8 +111,13 @@ def test_a_user_session_end_to_end(server, tmp_path):
         await ex.select_loop("k")  # a reduction loop: the palette offers no parallel/vectorize
         assert await ex.by("prim-parallel").count() == 0
         await ex.apply("split", factors="5, 5")  # 25 iterations, not 32
-        message = await ex.text("message")
-        assert "multiply to 25" in message and "^^^" in message
+        # the cause first; the function, with k marked, folded under it
+        cause = await ex.text("message-text")
+        assert "multiply to 25" in cause and "^^^" not in cause
+        folded = ex.by("message-detail").locator("pre")
+        assert not await folded.is_visible()
+        await ex.by("message-detail").locator("summary").click()
+        assert "^^^" in await folded.inner_text() and "def gemm" in await folded.inner_text()
         assert "offending" in (await ex.tree_node("k").get_attribute("class"))
         assert await ex.steps() == steps
 
@@ -190,3 +196,141 @@ def test_graph_pipeline_measure_and_branches(server, tmp_path):
 
     log = run(_with_page(server.url, body))
     assert log.external == [], f"requests left the machine: {log.external}"
+
+
+def test_sizes_are_checked_field_by_field(server):
+    """Load with bad sizes: an answer at once, every bad field named with what it accepts and
+    what it got; the next attempt replaces the message, a good one clears it."""
+
+    async def body(ex: ExplorerPage, log: RequestLog):
+        await ex.open(server.url)
+        source = await ex.text("source")
+        ms = await ex.load_workload("gemm", "M=abc, N=1024, K=1024")
+        assert ms < 10_000, ms
+        message = await ex.text("message")
+        assert "M: expected a whole number >= 1, got 'abc'" in message, message
+        assert await ex.text("source") == source  # nothing was loaded
+        await ex.load_workload("gemm", "M=-5, N=0, K=64")
+        message = await ex.text("message")
+        assert "M: expected a whole number >= 1, got -5" in message, message
+        assert "N: expected a whole number >= 1, got 0" in message, message
+        assert "abc" not in message  # the earlier attempt's error is gone
+        await ex.load_workload("gemm", "M=64, N=48, K=32")
+        assert not await ex.by("message").is_visible()
+        assert await ex.text("source") == "workload gemm(M=64, N=48, K=32)"
+        return log
+
+    log = run(_with_page(server.url, body))
+    assert log.external == [], f"requests left the machine: {log.external}"
+
+
+def test_steps_diff_and_python_use_the_tree_names(server, tmp_path):
+    from schedlab import workloads
+    from schedlab.ir.function import IRModule
+    from schedlab.schedule import Schedule
+    from schedlab.script import tir as T
+    from schedlab.script.printer import script_lines
+
+    async def body(ex: ExplorerPage, log: RequestLog):
+        await ex.open(server.url)
+        await ex.select_loop("i")
+        await ex.apply("split", factors="None, 16")
+        await ex.select_loop("j")
+        await ex.apply("split", factors="None, 8")
+        await ex.select_loop("i_0")
+        await ex.apply("reorder", loops=["i_0", "j_0", "i_1"])
+        await ex.select_loop("i_0")
+        await ex.apply("parallel")
+        labels = ["start", "split(loop=i, factors=[None, 16])", "split(loop=j, factors=[None, 8])",
+                  "reorder(i_0, j_0, i_1)", "parallel(loop=i_0)"]  # fmt: skip
+        labels_shown = await ex.by("steps").locator(".sl-step-label").all_inner_texts()
+        assert labels_shown == labels
+        options = await ex.by("diff-a").locator("option").all_inner_texts()
+        assert options == [f"{n}: {label}" for n, label in enumerate(labels)]
+
+        # the Diff tab opens on the previous step against the current one
+        await ex.show_tab("diff")
+        assert await ex.by("diff-a").input_value() == "3"
+        assert await ex.by("diff-b").input_value() == "4"
+        assert "T.parallel" in await ex.by("diff").locator(".sl-add").first.inner_text()
+
+        # the Python: loop and block names, each handle fetched once
+        await ex.show_tab("trace")
+        python = await ex.text("trace-python")
+        assert python.strip().splitlines() == [
+            "def apply_trace(sch):",
+            "    C = sch.get_block(name='C', func_name='gemm')",
+            "    i, j, k = sch.get_loops(block=C)",
+            "    i_0, i_1 = sch.split(loop=i, factors=[None, 16])",
+            "    j_0, j_1 = sch.split(loop=j, factors=[None, 8])",
+            "    sch.reorder(i_0, j_0, i_1)",
+            "    sch.parallel(loop=i_0)",
+        ]
+        for text in (python, *labels_shown, *options):
+            assert not re.search(r"\b[lb]\d+\b", text), text  # no b0/l20 handles
+        async with ex.page.expect_download() as info:
+            await ex.by("export-python").click()
+        saved = tmp_path / (await info.value).suggested_filename
+        await (await info.value).save_as(saved)
+        await ex.show_tab("script")
+        return saved, await ex.text("script")
+
+    saved, script = run(_with_page(server.url, body, downloads=True))
+    # the downloaded script replays on a fresh schedule to the function on screen
+    namespace = {"T": T}
+    exec(saved.read_text(), namespace)  # the app's own export
+    fresh = Schedule(IRModule({"gemm": workloads.get("gemm", M=96, N=80, K=64)[0]}))
+    namespace["apply_trace"](fresh)
+    assert script_lines(fresh.func, show_header=False)[0].strip() == script.strip()
+
+
+def test_reorder_help_is_shown_whole(server):
+    async def body(ex: ExplorerPage, log: RequestLog):
+        await ex.open(server.url)
+        await ex.select_loop("i")
+        await ex.open_primitive("reorder")
+        doc = ex.by("primitive-form").locator(".sl-form-doc")
+        assert await doc.inner_text() == (
+            "Reorder loops of one chain: the given loops take the given order, every other "
+            "loop of the chain between them stays where it is."
+        )
+        # nothing of it is cut off: the box is as wide and as tall as its text
+        clipped = await doc.evaluate(
+            "el => el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight"
+        )
+        assert not clipped
+        return log
+
+    run(_with_page(server.url, body))
+
+
+def test_long_work_shows_what_runs_and_clears(server, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from tests.relax.test_end_to_end import mlp_model
+
+    model_path = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(), model_path)
+
+    async def body(ex: ExplorerPage, log: RequestLog):
+        expect = playwright_async.expect
+        await ex.open(server.url)
+        busy = ex.by("busy")
+        assert not await busy.is_visible()
+        # a measurement takes seconds (a worker process, gcc, timing): the line says so
+        await ex.by("measure").click()
+        await expect(busy).to_contain_text("Measuring", timeout=5_000)
+        await expect(ex.by("measurement")).to_contain_text("ms", timeout=120_000)
+        await expect(busy).to_be_hidden()
+        # the pipeline and an ONNX import: shown while they run (the page keeps every text
+        # it showed: a fast one may be gone before a test can look)
+        await ex.show_tab("pipeline")
+        await ex.click("pipeline-run")
+        await ex.upload("onnx-upload", model_path)
+        await expect(busy).to_be_hidden()
+        shown = await ex.page.evaluate("window.__schedlabBusy")
+        assert shown[0].startswith("Measuring"), shown
+        assert any(t.startswith("Compiling") for t in shown), shown
+        assert any(t.startswith("Importing mlp.onnx") for t in shown), shown
+        return log
+
+    run(_with_page(server.url, body))

@@ -345,7 +345,7 @@ def test_toolbar_actions(explorer):
         "seq": 1,
         "type": "load_workload",
         "name": "softmax",
-        "sizes": {"M": 64, "N": 512},
+        "sizes": "M=64, N=512",  # as typed: Python checks each field
     }
 
     explorer.testid("target-select").select_option("cuda")
@@ -453,3 +453,74 @@ def _has(css_class: str):
 
 def _anything():
     return re.compile(".*")
+
+
+def test_error_cause_first_function_folded(explorer):
+    message = {"level": "error", "text": "ScheduleError in split: the factors multiply to 25",
+               "uids": [UID_K], "detail": "@T.prim_func\ndef gemm():\n    ^^^^^"}  # fmt: skip
+    explorer.mount(gemm_state(message=message))
+    expect(explorer.testid("message-text")).to_have_text(message["text"])
+    detail = explorer.testid("message-detail")
+    assert detail.evaluate("el => el.tagName") == "DETAILS"
+    expect(detail.locator("pre")).to_be_hidden()  # folded
+    detail.locator("summary").click()
+    expect(detail.locator("pre")).to_be_visible()
+    expect(detail.locator("pre")).to_contain_text("^^^^^")
+    explorer.push(gemm_state(message={**message, "detail": ""}))
+    expect(explorer.testid("message-detail")).to_have_count(0)
+    expect(explorer.testid("message")).not_to_contain_text("null")
+
+
+def test_diff_tab_opens_on_the_previous_step_against_the_current(explorer):
+    explorer.mount(gemm_state())
+    explorer.testid("tab-diff").click()
+    assert explorer.last_action() == {"seq": 1, "type": "diff", "a": 1, "b": 2}
+    expect(explorer.testid("diff-a")).to_have_value("1")
+    expect(explorer.testid("diff-b")).to_have_value("2")
+    explorer.push(diff_state(seq=1))
+    # a new step: the tab follows it (the user has not picked steps yet)
+    steps = [*gemm_state()["steps"], {"index": 3, "label": "vectorize(loop=j)"}]
+    explorer.push(diff_state(seq=2, steps=steps, current_step=3))
+    assert explorer.last_action() == {"seq": 3, "type": "diff", "a": 2, "b": 3}
+    expect(explorer.testid("diff-a")).to_have_value("2")
+    # the current step in the list: what it changed, not itself against itself
+    explorer.push(gemm_state(seq=3, steps=steps, current_step=3))
+    explorer.testid("tab-code").click()
+    explorer.testid("step-3").click()
+    expect(explorer.testid("diff-a")).to_have_value("2")
+    expect(explorer.testid("diff-b")).to_have_value("3")
+    assert [a for a in explorer.actions() if a["type"] == "diff"][-1] == {
+        "seq": 4, "type": "diff", "a": 2, "b": 3}  # fmt: skip
+    # steps the user picks stay picked
+    explorer.testid("diff-a").select_option("0")
+    explorer.testid("diff-run").click()
+    assert explorer.last_action() == {"seq": 5, "type": "diff", "a": 0, "b": 3}
+
+
+def test_busy_status_says_what_runs_and_clears(explorer):
+    explorer.mount(gemm_state())
+    busy = explorer.testid("busy")
+    expect(busy).to_be_hidden()
+    explorer.testid("onnx-upload").set_input_files(
+        {"name": "alexnet.onnx", "mimeType": "application/octet-stream", "buffer": b"x" * 64}
+    )
+    expect(busy).to_be_visible()
+    expect(busy).to_contain_text("Importing alexnet.onnx")
+    expect(busy).to_contain_text(" 1 s", timeout=5000)  # it counts the seconds
+    explorer.push(gemm_state(seq=1))
+    expect(busy).to_be_hidden()
+    # a measurement: from the click until the state says it is done
+    explorer.testid("measure").click()
+    expect(busy).to_contain_text("Measuring")
+    explorer.push(gemm_state(seq=2, measurement={"status": "running", "text": "measuring..."}))
+    expect(busy).to_contain_text("Measuring")
+    explorer.push(gemm_state(seq=2, measurement={"status": "ok", "text": "13.0 ms"}))
+    expect(busy).to_be_hidden()
+    explorer.testid("tab-pipeline").click()
+    explorer.testid("pipeline-run").click()
+    expect(busy).to_contain_text("Compiling")
+    explorer.push(gemm_state(seq=3))
+    expect(busy).to_be_hidden()
+    shown = explorer.page.evaluate("window.__schedlabBusy")
+    assert [text.split(":")[0].split(" ")[0] for text in shown] == [
+        "Importing", "Measuring", "Compiling"]  # fmt: skip

@@ -376,3 +376,117 @@ def test_set_target_emits_and_is_used(model):
     model.set_target("cpu")
     assert seen and seen[0].data["target"] == str(model.target)
     assert model.code(target="cpu").target == "cpu"
+
+
+def _walk_to_a_tiled_gemm(m):
+    """split i and j, reorder, parallel, vectorize: each loop picked by the name the tree
+    shows, as a user clicks."""
+    uid = {}
+
+    def pick(name):
+        uid.update({n.loop_var.name: n.uid for n in _loops_of(m)})
+        m.select_loop(uid[name])
+
+    m.select_block("C")
+    pick("i")
+    assert m.apply("split", factors=[None, 8]).ok
+    pick("j")
+    assert m.apply("split", factors=[None, 4]).ok
+    pick("i_0")
+    assert m.apply("reorder", loops=[uid["i_0"], uid["j_0"], uid["k"], uid["i_1"]]).ok
+    pick("i_0")
+    assert m.apply("parallel").ok
+    pick("j_1")
+    assert m.apply("vectorize").ok
+
+
+def _loops_of(m):
+    from schedlab.ir.functor import pre_order_visit
+    from schedlab.ir.stmt import For
+
+    found = []
+    pre_order_visit(m.func.body, lambda n: found.append(n) if isinstance(n, For) else None)
+    return found
+
+
+def test_steps_and_exported_python_use_the_names_the_tree_shows(model):
+    _walk_to_a_tiled_gemm(model)
+    assert [s.label for s in model.steps()] == [
+        "start",
+        "split(loop=i, factors=[None, 8])",
+        "split(loop=j, factors=[None, 4])",
+        "reorder(i_0, j_0, k, i_1)",
+        "parallel(loop=i_0)",
+        "vectorize(loop=j_1)",
+    ]
+    # each handle is fetched once (later steps reuse the split's outputs), variables are
+    # named after the loops and blocks
+    assert model.export_trace_python() == (
+        "def apply_trace(sch):\n"
+        "    C = sch.get_block(name='C', func_name='gemm')\n"
+        "    i, j, k = sch.get_loops(block=C)\n"
+        "    i_0, i_1 = sch.split(loop=i, factors=[None, 8])\n"
+        "    j_0, j_1 = sch.split(loop=j, factors=[None, 4])\n"
+        "    sch.reorder(i_0, j_0, k, i_1)\n"
+        "    sch.parallel(loop=i_0)\n"
+        "    sch.vectorize(loop=j_1)\n"
+    )
+
+
+def test_exported_python_replays_to_the_same_module(model):
+    from schedlab.ir.structural import structural_equal
+    from schedlab.schedule import Schedule
+    from schedlab.script import tir as T
+
+    _walk_to_a_tiled_gemm(model)
+    model.undo()  # an undone step is not exported
+    source = model.export_trace_python()
+    assert "vectorize" not in source
+    namespace = {"T": T}
+    exec(source, namespace)  # our own generated text
+    fresh = Schedule(IRModule({"gemm": get("gemm", M=33, N=17, K=19)[0]}))
+    namespace["apply_trace"](fresh)
+    assert structural_equal(fresh.mod, model.schedule.mod)
+
+
+def test_a_step_after_undo_and_an_imported_trace_reuse_live_handles(model):
+    _walk_to_a_tiled_gemm(model)
+    model.undo()
+    model.undo()
+    # i_0 again, after undo: its handle from the split is still the one used
+    model.select_loop(next(n.uid for n in _loops_of(model) if n.loop_var.name == "i_0"))
+    assert model.apply("unroll").ok
+    lines = model.export_trace_python().splitlines()
+    assert sum("get_loops" in line for line in lines) == 1
+    assert lines[-1] == "    sch.unroll(loop=i_0)"
+    other = ExplorerModel()
+    other.load_workload("gemm", M=33, N=17, K=19)
+    other.import_trace(json.dumps(model.export_trace_json()))
+    other.select_loop(next(n.uid for n in _loops_of(other) if n.loop_var.name == "k"))
+    assert other.apply("unroll").ok
+    assert other.export_trace_python().splitlines()[-1] == "    sch.unroll(loop=k)"
+    assert sum("get_loops" in line for line in other.export_trace_python().splitlines()) == 1
+    other.close()
+
+
+def test_an_illegal_step_gives_its_cause_and_the_marked_function_apart(model):
+    _, _, k = _select_outer(model)
+    model.select_loop(k)
+    result = model.apply("split", factors=[2, 2])  # 4 iterations, k has 19
+    assert not result.ok and result.uids == (k,)
+    assert result.message.startswith("ScheduleError in split:") and "\n" not in result.message
+    assert "multiply to 4" in result.message
+    assert result.detail.startswith("@T.prim_func") and "^^^" in result.detail
+    bad = model.apply("split", factors=[2, 2], bogus=1)  # no function to show for this
+    assert not bad.ok and "unknown argument" in bad.message and bad.detail == ""
+
+
+def test_palette_docs_are_whole_sentences():
+    from schedlab.ui.primitives import all_specs
+
+    docs = {spec.name: spec.doc for spec in all_specs()}
+    assert docs["reorder"] == (
+        "Reorder loops of one chain: the given loops take the given order, every other loop "
+        "of the chain between them stays where it is."
+    )
+    assert all(doc.endswith((".", ")")) and "\n" not in doc for doc in docs.values()), docs

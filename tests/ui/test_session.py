@@ -80,7 +80,10 @@ def test_select_apply_undo_redo(session):
     assert [c["name"] for c in state["loop_choices"]] == ["i_0", "i_1", "j", "k"]
     assert state["tree"][0]["extent"] == "3" and state["tree"][0]["children"][0]["extent"] == "16"
     assert state["code"]["html"] != before_code
-    assert len(state["steps"]) == 2 and state["steps"][1]["label"].startswith("l")
+    assert state["steps"] == [
+        {"index": 0, "label": "start"},
+        {"index": 1, "label": "split(loop=i, factors=[None, 16])"},
+    ]
     assert len(state["latency"]) == 2 and all(p["predicted"] for p in state["latency"])
     assert state["can_undo"] and not state["can_redo"]
     assert state["seq"] == session.seq
@@ -104,7 +107,9 @@ def test_illegal_primitive_shows_the_error_and_changes_nothing(session):
     message = state["message"]
     assert message["level"] == "error" and "parallel" in message["text"].lower()
     assert k in message["uids"]
-    assert "^^^" in message["text"]  # the function is printed with the loop underlined
+    # the cause first, in a line; the function (the loop underlined) apart, for a fold
+    assert "^^^" not in message["text"] and len(message["text"].splitlines()) == 1
+    assert "^^^" in message["detail"] and "def gemm" in message["detail"]
     assert state["steps"] == before["steps"] and state["code"] == before["code"]
     # a wrong argument is an error too, naming the primitive
     state = _act(session, "apply", primitive="split", args={"factors": "sixteen"})
@@ -121,7 +126,10 @@ def test_illegal_primitive_shows_the_error_and_changes_nothing(session):
         ({"type": "select", "kind": "loop", "uid": 99999}, "no loop with uid"),
         ({"type": "select", "kind": "tile", "uid": 1}, "kind must be"),
         ({"type": "apply", "primitive": "split", "args": [1, 2]}, "args must be an object"),
-        ({"type": "load_workload", "name": "gemm", "sizes": {"M": "big"}}, "must be an integer"),
+        (
+            {"type": "load_workload", "name": "gemm", "sizes": {"M": "big"}},
+            "M: expected a whole number >= 1, got 'big'",
+        ),
         ({"type": "load_workload", "name": "nope"}, "nope"),
         ({"type": "open_function", "name": "missing"}, "no PrimFunc named"),
         ({"type": "set_target", "target": "tpu"}, "target must be one of"),
@@ -246,3 +254,44 @@ def test_sessions_are_isolated():
     assert [c["name"] for c in b.state()["loop_choices"]] == ["i", "j", "k"]
     a.close()
     b.close()
+
+
+def test_load_workload_checks_every_size_field_at_once(session):
+    state = _act(session, "load_workload", name="gemm", sizes="M=abc, N=-5, K=0, Q=3 junk")
+    text = state["message"]["text"]
+    assert text.startswith("load_workload: gemm was not loaded:")
+    assert "M: expected a whole number >= 1, got 'abc'" in text
+    assert "N: expected a whole number >= 1, got -5" in text
+    assert "K: expected a whole number >= 1, got 0" in text
+    assert "Q: gemm has no size Q (its sizes: M, N, K)" in text
+    assert "'junk' is not NAME=VALUE" in text
+    assert state["source"] == f"workload gemm(M={SIZES['M']}, N={SIZES['N']}, K={SIZES['K']})"
+    # the next attempt replaces the message: only what is still wrong is listed
+    state = _act(session, "load_workload", name="gemm", sizes="M=64 N=x; K=32")
+    assert state["message"]["text"].splitlines()[1:] == ["  N: expected a whole number >= 1, "
+                                                         "got 'x'"]  # fmt: skip
+    state = _act(session, "load_workload", name="gemm", sizes="M=64, N=, K=32")
+    assert "N: expected a whole number >= 1, got nothing" in state["message"]["text"]
+    state = _act(session, "load_workload", name="gemm", sizes="M=64, N=48, K=32")
+    assert state["message"] is None and state["source"] == "workload gemm(M=64, N=48, K=32)"
+    # padding may be 0, an object's values are checked the same way, empty text = defaults
+    state = _act(session, "load_workload", name="conv2d_nchw", sizes="H=8, W=8, padding=0")
+    assert state["message"] is None
+    state = _act(session, "load_workload", name="conv2d_nchw", sizes={"padding": -1, "H": 8})
+    assert "padding: expected a whole number >= 0, got -1" in state["message"]["text"]
+    state = _act(session, "load_workload", name="softmax", sizes="")
+    assert state["message"] is None and state["func"] == "softmax"
+
+
+def test_error_message_has_the_cause_and_the_function_apart(session):
+    state = session.state()
+    k = _loop(state, "k")
+    _act(session, "select", kind="loop", uid=k)
+    state = _act(session, "apply", primitive="split", args={"factors": [5, 3]})
+    message = state["message"]
+    assert message["text"].startswith("ScheduleError in split:") and "\n" not in message["text"]
+    assert message["detail"].startswith("@T.prim_func") and "^^^" in message["detail"]
+    assert message["uids"] == [k]
+    state = _act(session, "undo")  # every message has a detail, "" when there is none
+    assert state["message"] == {"level": "info", "text": "nothing to undo", "uids": [],
+                                "detail": ""}  # fmt: skip

@@ -134,3 +134,16 @@ def test_every_workload_has_a_bench_size():
     for name in workloads.names():
         assert workloads.spec(name).scale, name
     assert workloads.spec("gemm").scaled_sizes(7) == {"M": 7, "N": 7, "K": 7}
+
+
+def test_sizes_say_what_they_accept():
+    # 0 is no extent either: the message says what is accepted, and names the size
+    with pytest.raises(ValueError, match=r"workload 'gemm': size M must be >= 1, got -5"):
+        workloads.get("gemm", M=-5)
+    with pytest.raises(ValueError, match=r"size K must be >= 1, got 0"):
+        workloads.get("gemm", K=0)
+    with pytest.raises(ValueError, match=r"size padding must be >= 0, got -1"):
+        workloads.get("conv2d_nchw", padding=-1)
+    spec = workloads.spec("conv2d_nchw")
+    assert (spec.size_minimum("H"), spec.size_minimum("padding")) == (1, 0)
+    assert spec.size_problem("H", 1) is None and spec.size_problem("H", "8") is not None

@@ -16,6 +16,17 @@ const TABS = [
 // One color per tuning task in the convergence chart (then they repeat).
 const TASK_COLORS = ["#2f6feb", "#d62728", "#1b7f3b", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"];
 
+// What the status line says while an action that can take seconds is on its way.
+const BUSY_TEXT = {
+  load_workload: (a) => `Loading workload ${a.name}…`,
+  load_onnx: (a) => `Importing ${a.filename}: reading the ONNX graph, legalizing and fusing it…`,
+  open_function: (a) => `Opening ${a.name}…`,
+  pipeline: () => "Compiling: running the lowering pipeline pass by pass…",
+  measure: () => "Measuring: compiling the kernel and timing it…",
+  import_trace: (a) => `Replaying the trace ${a.filename || ""}…`,
+};
+const MEASURING = BUSY_TEXT.measure();
+
 const KIND_BADGES = {
   parallel: "parallel",
   vectorized: "vectorized",
@@ -56,17 +67,6 @@ function formatSizes(sizes) {
   return Object.entries(sizes || {})
     .map(([k, v]) => `${k}=${v}`)
     .join(", ");
-}
-
-// "M=1024, N=512 K=64" -> {M: 1024, N: 512, K: 64}; anything else left over is an error.
-function parseSizes(text) {
-  const sizes = {};
-  const rest = text.replace(/([A-Za-z_]\w*)\s*=\s*(-?\d+)/g, (_, name, num) => {
-    sizes[name] = Number.parseInt(num, 10);
-    return "";
-  });
-  if (/[^\s,;]/.test(rest)) return { error: `cannot read sizes "${text}" (write M=1024, N=512)` };
-  return { value: sizes };
 }
 
 // "None, 16" / "4,8" / "[None 16]" -> [null, 16] / [4, 8] / [null, 16]
@@ -124,6 +124,9 @@ function render({ model, el }) {
     applySeq: null, // seq of the last apply sent, to close its form once it succeeded
     diffA: null,
     diffB: null,
+    measuringSince: null, // when the state first said a measurement is running
+    diffFollow: true, // the Diff tab shows the previous step against the current one
+    diffAsked: null, // what the Diff tab asked for last by itself (each thing once)
     compareA: null,
     compareB: null,
     pipelineRow: null,
@@ -144,11 +147,52 @@ function render({ model, el }) {
 
   function send(action) {
     lastSeq = Math.max(lastSeq, state?.seq || 0) + 1;
-    pending.set(lastSeq, { t0: performance.now(), type: action.type });
+    const busy = BUSY_TEXT[action.type]?.(action) ?? null;
+    pending.set(lastSeq, { t0: performance.now(), type: action.type, busy });
     root.classList.add("sl-busy");
+    showBusy();
     model.set("action", { ...action, seq: lastSeq });
     model.save_changes();
     return lastSeq;
+  }
+
+  // The status line: what long work is going on (an action on its way, a measurement in the
+  // background) and for how long; empty and hidden when nothing is. Each text shown is also
+  // appended to window.__schedlabBusy (for tests: a fast import may come and go unseen).
+  const busyStatus = h("span", {
+    class: "sl-busy-text",
+    testid: "busy",
+    role: "status",
+    hidden: true,
+  });
+  let busyShown = "";
+  let busyTimer = null;
+  function currentBusy() {
+    const waiting = [...pending.values()].filter((entry) => entry.busy);
+    if (waiting.length) return { text: waiting[waiting.length - 1].busy, t0: waiting[0].t0 };
+    if (state?.measurement?.status === "running") {
+      ui.measuringSince ??= performance.now();
+      return { text: MEASURING, t0: ui.measuringSince };
+    }
+    ui.measuringSince = null;
+    return null;
+  }
+  function showBusy() {
+    const busy = currentBusy();
+    const text = busy?.text || "";
+    if (text && text !== busyShown) {
+      window.__schedlabBusy = window.__schedlabBusy || [];
+      window.__schedlabBusy.push(text);
+    }
+    busyShown = text;
+    const seconds = busy ? Math.floor((performance.now() - busy.t0) / 1000) : 0;
+    busyStatus.textContent = seconds >= 1 ? `${text} ${seconds} s` : text;
+    busyStatus.hidden = !text;
+    if (text && busyTimer === null) busyTimer = setInterval(showBusy, 1000);
+    if (!text && busyTimer !== null) {
+      clearInterval(busyTimer);
+      busyTimer = null;
+    }
   }
 
   const root = h("div", { class: "sl-explorer", testid: "explorer" });
@@ -170,18 +214,15 @@ function render({ model, el }) {
   const functionSelect = h("select", { testid: "function-select", title: "Function" });
   const sourceText = h("span", { class: "sl-source", testid: "source" });
 
+  // The sizes go as typed: Python checks every field and says what is wrong with each.
   const loadWorkload = () => {
-    const parsed = parseSizes(sizesInput.value);
-    sizesInput.classList.toggle("sl-invalid", Boolean(parsed.error));
-    sizesInput.title = parsed.error || "Sizes: name=value, comma separated";
-    if (parsed.error || !workloadSelect.value) return;
+    if (!workloadSelect.value) return;
     ui.sizesEdited = false;
-    send({ type: "load_workload", name: workloadSelect.value, sizes: parsed.value });
+    send({ type: "load_workload", name: workloadSelect.value, sizes: sizesInput.value });
   };
   workloadSelect.addEventListener("change", () => {
     const entry = (state?.workloads || []).find((w) => w.name === workloadSelect.value);
     sizesInput.value = formatSizes(entry?.sizes);
-    sizesInput.classList.remove("sl-invalid");
     ui.sizesEdited = false;
   });
   sizesInput.addEventListener("input", () => {
@@ -215,6 +256,7 @@ function render({ model, el }) {
       h("label", { class: "sl-file sl-button", title: "Load an ONNX model" }, "ONNX…", onnxInput),
       h("label", { class: "sl-field" }, "Target", targetSelect),
       h("label", { class: "sl-field" }, "Function", functionSelect),
+      busyStatus,
       sourceText,
       busyBar,
     ),
@@ -355,6 +397,20 @@ function render({ model, el }) {
       panes[tab].hidden = !active;
     }
     scrollToHighlight(panes[name]);
+    if (name === "diff") followDiff();
+  }
+
+  // Until the user picks two steps, the Diff tab shows what the current step changed: the
+  // previous step against it (asked for when the tab is visible and shows something else).
+  function followDiff() {
+    const s = state;
+    if (!s || !ui.diffFollow || panes.diff.hidden || !(s.current_step > 0)) return;
+    const [a, b] = [s.current_step - 1, s.current_step];
+    if (s.diff?.a === a && s.diff?.b === b) return;
+    const key = JSON.stringify([s.source, s.func, s.branch, s.target, a, b]);
+    if (ui.diffAsked === key) return;
+    ui.diffAsked = key;
+    send({ type: "diff", a, b });
   }
 
   // ---- code / script panes ----
@@ -390,8 +446,14 @@ function render({ model, el }) {
   // ---- diff / compare / pipeline / trace panes ----
   const diffA = h("select", { testid: "diff-a", title: "from step" });
   const diffB = h("select", { testid: "diff-b", title: "to step" });
-  diffA.addEventListener("change", () => (ui.diffA = Number(diffA.value)));
-  diffB.addEventListener("change", () => (ui.diffB = Number(diffB.value)));
+  diffA.addEventListener("change", () => {
+    ui.diffA = Number(diffA.value);
+    ui.diffFollow = false;
+  });
+  diffB.addEventListener("change", () => {
+    ui.diffB = Number(diffB.value);
+    ui.diffFollow = false;
+  });
   const diffRun = h("button", { type: "button", testid: "diff-run", class: "sl-primary" });
   diffRun.textContent = "Diff";
   diffRun.addEventListener("click", () => {
@@ -940,11 +1002,23 @@ function render({ model, el }) {
       onclick: () => send({ type: "dismiss" }),
     });
     dismiss.textContent = "×";
-    messageBox.replaceChildren(
+    const parts = [
       dismiss,
       h("div", { class: "sl-message-title" }, message.level === "error" ? "Error" : "Note"),
-      h("pre", {}, message.text),
-    );
+      h("pre", { class: "sl-message-text", testid: "message-text" }, message.text),
+    ];
+    // The cause first; the function it is about (long) folded under it.
+    if (message.detail) {
+      parts.push(
+        h(
+          "details",
+          { class: "sl-message-detail", testid: "message-detail" },
+          h("summary", {}, "The function, with what this is about marked ^^^"),
+          h("pre", {}, message.detail),
+        ),
+      );
+    }
+    messageBox.replaceChildren(...parts);
   }
 
   function renderPerf(s) {
@@ -1025,17 +1099,23 @@ function render({ model, el }) {
           {
             class: `sl-step${current ? " current" : ""}`,
             testid: `step-${step.index}`,
-            title: current ? "current step" : "diff this step against the current one",
+            title: current
+              ? "current step: diff it against the previous one"
+              : "diff this step against the current one",
             "aria-current": current ? "step" : null,
           },
           h("span", { class: "sl-step-index" }, String(step.index)),
           h("span", { class: "sl-step-label" }, step.label),
         );
         item.addEventListener("click", () => {
-          ui.diffA = step.index;
-          ui.diffB = s.current_step;
+          ui.diffFollow = current; // the current step: what it changed (see followDiff)
+          if (current) ui.diffAsked = null;
+          else {
+            ui.diffA = step.index;
+            ui.diffB = s.current_step;
+            send({ type: "diff", a: step.index, b: s.current_step });
+          }
           renderDiffControls(state);
-          send({ type: "diff", a: step.index, b: s.current_step });
           showTab("diff");
         });
         return item;
@@ -1053,11 +1133,13 @@ function render({ model, el }) {
   function renderDiffControls(s) {
     const steps = s.steps || [];
     const valid = (i) => steps.some((step) => step.index === i);
-    if (s.diff && changed("diff-picked", [s.diff.a, s.diff.b])) {
+    const current = s.current_step ?? 0;
+    if (ui.diffFollow) [ui.diffA, ui.diffB] = [Math.max(0, current - 1), current];
+    else if (s.diff && changed("diff-picked", [s.diff.a, s.diff.b])) {
       [ui.diffA, ui.diffB] = [s.diff.a, s.diff.b];
     }
-    if (!valid(ui.diffA)) ui.diffA = Math.max(0, (s.current_step ?? 0) - 1);
-    if (!valid(ui.diffB)) ui.diffB = s.current_step ?? 0;
+    if (!valid(ui.diffA)) ui.diffA = Math.max(0, current - 1);
+    if (!valid(ui.diffB)) ui.diffB = current;
     const options = steps.map((step) => ({
       value: step.index,
       label: `${step.index}: ${step.label}`,
@@ -1395,6 +1477,7 @@ function render({ model, el }) {
     }
     for (const seq of pending.keys()) if (seq <= (s.seq ?? 0)) pending.delete(seq);
     root.classList.toggle("sl-busy", pending.size > 0);
+    showBusy();
   }
 
   function update() {
@@ -1447,6 +1530,7 @@ function render({ model, el }) {
     if (changed("trace", s.trace)) renderTrace(s);
     if (changed("tune", [s.tune, s.targets, s.target])) renderTune(s);
     recordRoundtrip(s);
+    followDiff();
   }
 
   showTab(ui.tab);
@@ -1455,6 +1539,7 @@ function render({ model, el }) {
   model.on("change:state", onState);
   return () => {
     model.off?.("change:state", onState);
+    if (busyTimer !== null) clearInterval(busyTimer);
     root.remove();
   };
 }
