@@ -14,6 +14,7 @@ parameter buffer checks an N-D array against the logical shape recorded in the f
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -151,7 +152,11 @@ class _Binder:
         if expected_dtype is None:
             raise self.fail(what, "a buffer of a scalar element type", f"{buffer.dtype}")
         if value.dtype != expected_dtype:
-            raise self.fail(f"{what} dtype", str(buffer.dtype), _dtype_name(value.dtype))
+            expected, actual = str(buffer.dtype), _dtype_name(value.dtype)
+            if value.dtype.newbyteorder("=") == expected_dtype:  # same type, other byte order
+                expected += f" in this machine's byte order ({sys.byteorder}-endian)"
+                actual += f"; convert it with .astype({expected_dtype.name!r})"
+            raise self.fail(f"{what} dtype", expected, actual)
         value = self._match_rank(what, buffer, value)
         for dim, (extent, actual) in enumerate(zip(buffer.shape, value.shape)):
             self.bind_expr(extent, int(actual), f"{what} shape[{dim}] (shape {value.shape})")
@@ -292,6 +297,9 @@ def _numpy_dtype(dtype: DataType):
 
 
 def _dtype_name(dtype: np.dtype) -> str:
+    if not dtype.isnative:  # ">f4" and "<f4" are both "float32": name the byte order that differs
+        order = "big" if dtype.byteorder == ">" else "little"
+        return f"{_dtype_name(dtype.newbyteorder('='))} ({order}-endian, {dtype.str!r})"
     return str(DataType(dtype)) if dtype.kind in "biuf" or dtype.name == "bfloat16" else str(dtype)
 
 

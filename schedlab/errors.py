@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class SchedlabError(Exception):
     """Base class of schedlab's own errors."""
@@ -20,7 +22,8 @@ class ScriptError(SchedlabError, SyntaxError):
         where = f"line {line}, column {column}: " if line is not None else ""
         text = f"{where}{message}"
         if source_line is not None and column is not None:
-            text += f"\n    {source_line.rstrip()}\n    {' ' * max(column - 1, 0)}^"
+            shown, caret = _excerpt(source_line.rstrip(), column)
+            text += f"\n    {shown}\n    {' ' * max(caret - 1, 0)}^"
         super().__init__(text)
         self.msg = text
         self.lineno = line
@@ -30,6 +33,50 @@ class ScriptError(SchedlabError, SyntaxError):
 
     def __str__(self) -> str:
         return self.msg
+
+
+# the longest source line an error shows whole: a generated line can be megabytes long
+_SHOWN_CHARS = 100
+
+
+def _excerpt(line: str, column: int) -> tuple[str, int]:
+    """`line` clipped to a window around `column` (1-based), and the column within the clip."""
+    if len(line) <= _SHOWN_CHARS:
+        return line, column
+    start = max(column - 1 - _SHOWN_CHARS // 2, 0)
+    head = "..." if start else ""
+    tail = "..." if start + _SHOWN_CHARS < len(line) else ""
+    return head + line[start : start + _SHOWN_CHARS] + tail, column - start + len(head)
+
+
+def short_int(value: int, keep: int = 6) -> str:
+    """An integer as text for a message: whole up to 24 digits, else its first and last `keep`
+    digits and the digit count (a 400-digit split factor would fill the screen, and Python
+    refuses to convert one of more than 4300 digits to text at all)."""
+    magnitude = abs(value)
+    if magnitude < 10**24:  # beyond any 64-bit value: shortening these would hide nothing
+        return str(value)
+    digits = int(math.log10(magnitude)) + 1  # a float estimate for huge ints: correct it
+    while 10 ** (digits - 1) > magnitude:
+        digits -= 1
+    while 10**digits <= magnitude:
+        digits += 1
+    first = magnitude // 10 ** (digits - keep)
+    last = magnitude % 10**keep
+    sign = "-" if value < 0 else ""
+    return f"{sign}{first}...{last:0{keep}d} ({digits} digits)"
+
+
+def short_repr(value) -> str:
+    """`repr(value)` with huge integers shortened (inside lists and tuples too)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return short_int(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(short_repr(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(short_repr(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
 
 
 class CompileError(SchedlabError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -58,6 +60,21 @@ def test_wrong_dtype_names_parameter_expected_and_actual():
     bind_arguments(g, [np.zeros(4, ml_dtypes.bfloat16)])
     with pytest.raises(ValueError, match="expected bfloat16, got float16"):
         bind_arguments(g, [np.zeros(4, "float16")])
+
+
+def test_wrong_byte_order_is_named():
+    f = make([decl_buffer((4,), "float32", "A")])
+    other = ">f4" if sys.byteorder == "little" else "<f4"
+    order = "big" if other == ">f4" else "little"
+    with pytest.raises(ValueError) as info:
+        bind_arguments(f, [np.zeros(4, "float32").astype(other)])
+    assert str(info.value) == (
+        f"f: argument A dtype: expected float32 in this machine's byte order "
+        f"({sys.byteorder}-endian), got float32 ({order}-endian, '{other}'); convert it with "
+        ".astype('float32')"
+    )
+    with pytest.raises(ValueError, match=rf"expected float32, got float64 \({order}-endian"):
+        bind_arguments(f, [np.zeros(4, "float64").astype(other.replace("4", "8"))])
 
 
 def test_wrong_rank_and_shape():

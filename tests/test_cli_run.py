@@ -73,6 +73,15 @@ def test_missing_and_corrupt_files_are_one_line(tmp_path, capsys, content, expec
     assert len(err.splitlines()) == 1 and expected in err and err.startswith("schedlab run:")
 
 
+def test_a_directory_is_named_as_one(tmp_path, capsys):
+    assert main(["run", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"schedlab run: error: from_onnx: {str(tmp_path)!r} is a directory; expected the path "
+        "of an .onnx model file"
+    )
+
+
 def test_truncated_file_is_one_line(tmp_path, transformer_path, capsys):
     data = open(transformer_path, "rb").read()
     path = tmp_path / "cut.onnx"

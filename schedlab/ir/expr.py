@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from schedlab.errors import short_int
+
 from .dtype import DataType, bool_, handle, int32
 from .node import Node, default_repr, ir_node, meta
 
@@ -175,7 +177,7 @@ class IntImm(PrimExpr):
             raise TypeError(f"IntImm: dtype must be a scalar int/uint/bool type, got {dtype}")
         value = int(self.value)
         if not dtype.min_value() <= value <= dtype.max_value():
-            raise ValueError(f"IntImm: value {value} does not fit in {dtype}")
+            raise ValueError(f"IntImm: value {short_int(value)} does not fit in {dtype}")
         object.__setattr__(self, "value", value)
 
     def __int__(self) -> int:

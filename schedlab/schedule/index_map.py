@@ -354,6 +354,8 @@ def _parse_lambda(text: str, dtype: DataType) -> IndexMap:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:
         raise IndexMapError(f"index map text {text!r} is not valid syntax: {err.msg}") from None
+    except RecursionError:  # e.g. `i + i + ...` thousands of terms long (from a trace file)
+        raise _too_deep(text) from None
     node = tree.body
     if not isinstance(node, ast.Lambda):
         raise IndexMapError(f"index map text must be a lambda, got {text!r}")
@@ -370,8 +372,20 @@ def _parse_lambda(text: str, dtype: DataType) -> IndexMap:
         final = [parser.expr(item) for item in items]
     except ScriptError as err:
         raise IndexMapError(f"index map text {text!r}: {err}") from None
+    except RecursionError:
+        raise _too_deep(text) from None
     final = [_retype_weak(parser, value, dtype) for value in final]
     return IndexMap(initial, final)
+
+
+def _too_deep(text: str) -> IndexMapError:
+    from schedlab.script.parser import largest_group
+
+    line, column = largest_group(text.strip()) or (1, 1)
+    return IndexMapError(
+        f"index map text ({len(text)} characters) is nested too deeply to read, at line {line}, "
+        f"column {column}: {text.strip()[column - 1 : column + 39]!r}..."
+    )
 
 
 class _Retype(Mutator):

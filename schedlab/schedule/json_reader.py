@@ -15,6 +15,76 @@ _HANDLE_TYPES = {"b": BlockRV, "l": LoopRV, "v": ExprRV}
 _TVM_NAMES = {"GetSBlock": "GetBlock"}  # TVM 0.27 renamed blocks "SBlock"
 
 
+# Deeper than any trace schedlab or TVM writes (about 8 levels), far below the depth at which
+# the recursive readers here (and `repr` in messages) would hit Python's recursion limit.
+MAX_NESTING = 64
+_PARTS = {1: "inputs", 2: "attrs", 3: "outputs"}
+
+
+def check_nesting(data) -> None:
+    """Raise TraceError naming where `data` (parsed trace JSON) nests deeper than MAX_NESTING.
+    Iterative, so it cannot itself run out of stack."""
+    stack = [(data, 0)] if isinstance(data, (list, dict)) else []
+    while stack:  # depths only: this runs on every trace read, paths only for the message
+        value, depth = stack.pop()
+        items = value.values() if isinstance(value, dict) else value
+        if depth >= MAX_NESTING:
+            path = _deep_path(data)
+            shown = "".join(f"[{json.dumps(key)}]" for key in path[:6])
+            raise TraceError(
+                f"trace JSON: {_where(data, path)}: nested more than {MAX_NESTING} levels deep "
+                f"(at {shown}...)"
+            )
+        stack.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
+
+
+def _deep_path(data) -> tuple:
+    """The keys leading to the first container (in document order) nested too deeply."""
+    stack = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) >= MAX_NESTING:
+            return path
+        items = list(value.items() if isinstance(value, dict) else enumerate(value))
+        stack.extend((v, path + (k,)) for k, v in reversed(items) if isinstance(v, (list, dict)))
+    return ()
+
+
+def _where(data, path: tuple) -> str:
+    """`path` in words: "instruction 3 (Split), inputs", "decision 0", "'workload'"."""
+    if path[0] == "insts" and isinstance(path[1], int):
+        entry = data["insts"][path[1]]
+        named = isinstance(entry, list) and entry and isinstance(entry[0], str)
+        kind = f" ({entry[0]})" if named else ""
+        part = _PARTS.get(path[2]) if isinstance(entry, list) else None
+        return f"instruction {path[1]}{kind}" + (f", {part}" if part else "")
+    if path[0] == "decisions" and isinstance(path[1], int):
+        return f"decision {path[1]}"
+    return repr(path[0])
+
+
+def nesting_position(text: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, where JSON text first nests deeper than MAX_NESTING, or None:
+    for text too deep for `json.loads` itself (its error says no position)."""
+    depth, line, column, in_string, escaped = 0, 1, 0, False, False
+    for char in text:
+        column += 1
+        if in_string:
+            in_string = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line, column
+        elif char in "]}":
+            depth -= 1
+        elif char == "\n":
+            line, column = line + 1, 0
+    return None
+
+
 def read_instructions(insts, decisions):
     from .trace import Instruction
 

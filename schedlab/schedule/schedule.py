@@ -14,6 +14,7 @@ registry (`instruction.py`); `help(Schedule.split)` shows each one's preconditio
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from dataclasses import dataclass, field
@@ -53,7 +54,11 @@ class _Version:
 
 
 class Schedule:
-    """A schedulable module: primitives rewrite it, the trace records them."""
+    """A schedulable module: primitives rewrite it, the trace records them.
+
+    `target` (default: the host CPU, `Target("cpu")`) is what schedule rules read and what a
+    replayed trace must have been recorded for (`Trace.apply_to_schedule(..., retarget=True)`
+    replays one recorded for another target)."""
 
     def __init__(self, func_or_mod: PrimFunc | IRModule, seed: int | None = 0,
                  debug: bool = True, error_render_level: str = "detail", target=None):  # fmt: skip
@@ -68,11 +73,14 @@ class Schedule:
             raise ValueError(f"Schedule: the function is not well-formed: {err}") from None
         self.debug = debug
         self.error_render_level = error_render_level
-        self.target = None if target is None else Target(target)
+        # no target means the host CPU (what `build` compiles for by default), so a trace made
+        # for another kind does not replay here unnoticed (see Trace.apply_to_schedule)
+        target = "cpu" if target is None else target
+        self.target = Target(target)
         self.workload_fingerprint = structural_fingerprint(mod)
         # the trace keeps the target as given: a bare kind ("cpu") replays on any target of
         # that kind (a portable trace), a full Target only on an equal one
-        recorded = target if isinstance(target, str) or target is None else str(self.target)
+        recorded = target if isinstance(target, str) else str(self.target)
         trace = Trace(workload=self.workload_fingerprint, target=recorded)
         self._versions = [_Version(ScheduleState(mod), trace=trace, rng_state=normalize_seed(seed))]
         self._cursor = 0
@@ -181,6 +189,18 @@ class Schedule:
         )
 
     # -- applying primitives ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _all_or_nothing(self):
+        """Run a series of primitives (a trace replay) as one: when anything inside raises, the
+        schedule gets back its versions and cursor, so no prefix of the series stays applied
+        (what a single failing primitive guarantees by never pushing a version)."""
+        versions, cursor = list(self._versions), self._cursor
+        try:
+            yield
+        except BaseException:  # an interrupt mid-replay must not leave half a trace either
+            self._versions, self._cursor = versions, cursor
+            raise
+
     def _apply_instruction(self, kind_name: str, inputs, attrs, decision=None):
         kind = get_kind(kind_name)
         version = self._current

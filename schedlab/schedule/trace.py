@@ -106,44 +106,53 @@ class Trace:
 
     # -- replay -----------------------------------------------------------------------------
     def apply_to_schedule(self, sch, remove_postproc: bool = False,
-                          decision_provider: Callable | None = None) -> None:  # fmt: skip
+                          decision_provider: Callable | None = None,
+                          retarget: bool = False) -> None:  # fmt: skip
         """Replay onto `sch` (normally a fresh schedule of the same workload). Sampling
         instructions reuse their decisions; `decision_provider(inst, inputs, attrs, decision)`
-        may return a different one. Raises TraceError for a different workload or target."""
-        self._check_compatible(sch)
+        may return a different one.
+
+        Raises TraceError for a different workload, for a target other than the recorded one
+        (`retarget=True` replays it for the schedule's target anyway), and when an instruction
+        fails (the message names its index and kind). The replay is all or nothing: after any
+        error (the decision provider's own included) `sch` is exactly as it was (module, trace,
+        handles, undo history)."""
+        self._check_compatible(sch, retarget)
         trace = self._without_postproc() if remove_postproc else self
         mapping: dict[int, Any] = {}
-        for index, inst in enumerate(trace.insts):
-            inputs = _map_handles(inst.inputs, mapping)
-            decision = trace.decisions.get(inst)
-            if decision_provider is not None:
-                decision = decision_provider(inst, inputs, inst.attrs, decision)
-            try:
-                outputs = sch._apply_instruction(inst.kind, inputs, inst.attrs, decision)
-            except TraceError:
-                raise
-            except Exception as err:
-                raise TraceError(
-                    f"replaying instruction {index} ({inst.kind}) failed: {err}"
-                ) from err
-            for old, new in zip(_handles_in(inst.outputs), _handles_in(outputs)):
-                mapping[id(old)] = new
+        with sch._all_or_nothing():
+            for index, inst in enumerate(trace.insts):
+                inputs = _map_handles(inst.inputs, mapping)
+                decision = trace.decisions.get(inst)
+                if decision_provider is not None:  # the caller's code: its errors stay its own
+                    decision = decision_provider(inst, inputs, inst.attrs, decision)
+                try:
+                    outputs = sch._apply_instruction(inst.kind, inputs, inst.attrs, decision)
+                except Exception as err:
+                    raise TraceError(
+                        f"replaying instruction {index} ({inst.kind}) failed: {err}"
+                    ) from err
+                for old, new in zip(_handles_in(inst.outputs), _handles_in(outputs)):
+                    mapping[id(old)] = new
 
-    def _check_compatible(self, sch) -> None:
+    def fits_target(self, target) -> bool:
+        """Whether this trace replays on a schedule for `target` without `retarget=True`: it
+        names no target (TVM's form), or the same kind as a bare kind ("cpu" fits every CPU),
+        or an equal Target."""
+        return self.target is None or _same_target(self.target, target)
+
+    def _check_compatible(self, sch, retarget: bool = False) -> None:
         if self.workload is not None and self.workload != sch.workload_fingerprint:
             raise TraceError(
                 "this trace was recorded on a different workload: its fingerprint is "
                 f"{self.workload[:16]}..., the schedule's is {sch.workload_fingerprint[:16]}... "
                 "(a trace only replays on the function it was made for)"
             )
-        if (
-            self.target is not None
-            and sch.target is not None
-            and not _same_target(self.target, sch.target)
-        ):
+        if not (retarget or self.fits_target(sch.target)):
             raise TraceError(
-                f"this trace was tuned for target {_describe(self.target)!r}, the schedule is "
-                f"for {_describe(sch.target)!r}"
+                f"this trace was recorded for target {_describe(self.target)!r}, the schedule is "
+                f"for {_describe(sch.target)!r} (pass retarget=True to replay it for the "
+                "schedule's target anyway)"
             )
 
     # -- serialization ----------------------------------------------------------------------
@@ -371,13 +380,24 @@ def _py_value(value, names: _Names) -> str:
 
 
 def _read_json(data) -> Trace:
+    from .json_reader import MAX_NESTING, check_nesting, nesting_position, read_instructions
+
     if isinstance(data, (str, bytes)):
         try:
             data = json.loads(data)
-        except (ValueError, RecursionError) as err:  # JSONDecodeError, bad UTF-8, deep nesting
+        except ValueError as err:  # JSONDecodeError, bad UTF-8
             raise TraceError(f"trace JSON is malformed: {err}") from None
+        except RecursionError:  # json's own message says neither where nor how deep
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            line, column = nesting_position(text) or (1, 1)
+            raise TraceError(
+                f"trace JSON is malformed: line {line}, column {column}: nested more than "
+                f"{MAX_NESTING} levels deep"
+            ) from None
     if isinstance(data, list) and len(data) == 2:
         data = {"schema": SCHEMA, "version": VERSION, "insts": data[0], "decisions": data[1]}
+    # before anything below recurses into (or prints) the values
+    check_nesting(data)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise TraceError(f"not a schedlab trace: expected a dict with schema {SCHEMA!r}")
     if data.get("version") != VERSION:
@@ -387,8 +407,6 @@ def _read_json(data) -> Trace:
     for key in ("workload", "target"):
         if not isinstance(data.get(key), (str, type(None))):
             raise TraceError(f"trace JSON: {key!r} must be a string or null, got {data[key]!r}")
-    from .json_reader import read_instructions
-
     insts, decisions = read_instructions(data.get("insts"), data.get("decisions", []))
     return Trace(tuple(insts), decisions, data.get("workload"), data.get("target"))
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 import textwrap
+import tokenize
 
 from schedlab.errors import ScriptError
 from schedlab.ir import expr as E
@@ -87,19 +89,69 @@ class _Source:
         message = err.msg if err.msg.startswith("invalid syntax") else f"invalid syntax: {err.msg}"
         return self._at(message, err.lineno or 1, err.offset or 1)
 
+    def too_deep(self) -> ScriptError:
+        """The error for text nested too deeply to read, at the expression most likely to blame."""
+        message = (
+            "this expression is nested too deeply (or chains too many operators) to be read; "
+            "write it in smaller parts"
+        )
+        where = largest_group(self.text)
+        return self._at(message, *where) if where else self._finish(ScriptError(message))
+
+
+def largest_group(text: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the first token of the bracketed group or logical line that
+    holds the most tokens: where a too-long or too-deep expression starts. The tokenizer is not
+    recursive, so this works on text that `ast.parse` cannot build. None when it cannot tell."""
+    best, best_start = 0, None
+    groups: list[list] = [[None, 0]]  # open groups, the logical line first: [start, tokens]
+
+    def close(group: list) -> None:
+        nonlocal best, best_start
+        if group[1] > best:
+            best, best_start = group[1], group[0]
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                for group in groups:
+                    close(group)
+                groups = [[None, 0]]
+                continue
+            is_op = tok.type == tokenize.OP
+            if is_op and tok.string in ")]}" and len(groups) > 1:
+                close(groups.pop())  # the bracket itself counts in the enclosing group
+            group = groups[-1]
+            group[0] = group[0] or tok.start
+            group[1] += 1
+            if is_op and tok.string in "([{":
+                groups.append([None, 0])
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return None if best_start is None else (best_start[0], best_start[1] + 1)
+
 
 def _parse(source: _Source) -> PrimFunc | IRModule:
+    # a long operator chain (`n + n + ...`) is as deep as it is long for Python's `ast` and for
+    # the recursive readers here: both give up with a bare RecursionError that says nowhere
     try:
         tree = ast.parse(source.text)
     except SyntaxError as err:
         raise source.syntax_error(err) from None
     except ValueError as err:  # e.g. null bytes
         raise ScriptError(f"invalid script text: {err}") from None
+    except RecursionError:
+        raise source.too_deep() from None
     from . import relax_parser  # graph functions (`@R.function`) have their own parser
 
-    if relax_parser.uses_relax(tree):
-        return relax_parser.RelaxParser(source).top_level(tree)
-    return Parser(source).top_level(tree)
+    try:
+        if relax_parser.uses_relax(tree):
+            return relax_parser.RelaxParser(source).top_level(tree)
+        return Parser(source).top_level(tree)
+    except RecursionError:
+        raise source.too_deep() from None
 
 
 class Parser(StmtParser):

@@ -82,8 +82,6 @@ class MeasureInput:
     def from_schedule(sch, target=None, name: str | None = None) -> MeasureInput:
         """The schedule's current function, for `target` (default: the schedule's own)."""
         target = target if target is not None else sch.target
-        if target is None:
-            raise ValueError("MeasureInput.from_schedule: the schedule has no target; pass target=")
         return MeasureInput(sch.func, Target(target), name or sch.func.name)
 
 

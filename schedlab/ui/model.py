@@ -509,16 +509,18 @@ class ExplorerModel:
         named after the loops and blocks (`i_0, i_1 = sch.split(loop=i, ...)`)."""
         return self.schedule.trace.as_python(named=True)
 
-    def import_trace(self, data, branch: str | None = None) -> None:
+    def import_trace(self, data, branch: str | None = None, retarget: bool = False) -> None:
         """Replay a JSON trace (dict or text; read as data, never executed) on the unscheduled
         function into branch `branch` (the current one by default). Raises TraceError for a
-        malformed trace, a different workload or a different target; nothing changes then."""
+        malformed trace, a different workload or a target the trace does not fit (unless
+        `retarget=True`: replay it for the explorer's target); nothing changes then. A trace
+        recorded for a bare kind ("cpu") fits every target of that kind."""
         trace = Trace.from_json(data)
-        if trace.target is not None and trace.target != str(self.target):
+        if not (retarget or trace.fits_target(self.target)):
             raise TraceError(target_mismatch(trace.target, str(self.target)))
         session = self._session
         sch = self._new_schedule(self._func_name, session.original)
-        trace.apply_to_schedule(sch)
+        trace.apply_to_schedule(sch, retarget=retarget)
         name = branch or session.branch
         session.branches[name] = sch
         if name != session.branch:

@@ -12,6 +12,7 @@ process or runs past its timeout, the process is killed and the next job starts 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 import threading
@@ -68,7 +69,8 @@ class MeasureWorker:
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(target=_serve, args=(child,), daemon=True)
-        process.start()
+        with _sigint_blocked():
+            process.start()
         child.close()
         self._process, self._conn = process, parent
 
@@ -84,13 +86,16 @@ class MeasureWorker:
                 self._conn.send((fn, args, kwargs))
             except Exception as err:  # e.g. the job cannot be pickled
                 return WorkerOutcome(False, reason=f"could not send the job: {err}")
-            if not self._conn.poll(timeout):
-                self._kill()
-                return WorkerOutcome(False, reason=f"timed out after {timeout:g} s")
             try:
+                if not self._conn.poll(timeout):
+                    self._kill()
+                    return WorkerOutcome(False, reason=f"timed out after {timeout:g} s")
                 status, value = self._conn.recv()
             except (EOFError, OSError):
                 return WorkerOutcome(False, reason=self._crash_reason())
+            except BaseException:  # Ctrl-C while waiting: the job's late reply would be read
+                self._kill()  # as the next job's, so the worker goes with the interrupted job
+                raise
         if status == "ok":
             return WorkerOutcome(True, value)
         return WorkerOutcome(False, reason=value)
@@ -132,6 +137,27 @@ class MeasureWorker:
             self._kill()
         except Exception:
             pass
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """Block SIGINT in this thread while a worker starts: the child inherits the signal mask,
+    so a Ctrl-C or a notebook's shutdown interrupt sent to the whole process group never
+    reaches it, not even while it is still importing (it would print a KeyboardInterrupt
+    traceback). The worker's lifetime is this process's to manage (`close`, timeouts)."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no process-group SIGINT to fear
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    # spawning starts multiprocessing's resource tracker the first time, and unblocks SIGINT
+    # right after: start it now, so the mask below still holds when the worker is spawned
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def measure_func(func, target: str = "cpu", repeat: int = 3, min_repeat_ms: float = 20.0,

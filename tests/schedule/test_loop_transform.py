@@ -4,6 +4,8 @@ Per primitive: the IR after it (expected TVMScript text), the trace round trip, 
 the interpreter and compiled C at odd sizes, and one test per precondition error (which must
 leave the schedule as it was)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -333,6 +335,31 @@ def test_split_error_bad_factor(bad):
     sch = Schedule(_gemm())
     i = _loops(sch, "C")[0]
     assert_error_keeps_state(sch, lambda: sch.split(i, bad), FactorError)
+
+
+def test_split_error_huge_factors_are_shortened():
+    sch = Schedule(_gemm())
+    i = _loops(sch, "C")[0]
+    huge, short = 10**400 + 7, "100000...000007 (401 digits)"
+    cases = [
+        ([None, huge], "factors[1] must fit the loop variable's dtype int32 (at most "
+                       f"2147483647), got {short}"),
+        ([-huge, None], f"factors[0] must be a positive int, got -{short}"),
+        ([None, None, huge], f"only one factor can be None (inferred), got [None, None, {short}]"),
+        ([2**20, 2**20], "the factors [1048576, 1048576] multiply to 1099511627776, more than "
+                         "the loop variable's dtype int32 holds (2147483647)"),
+    ]  # fmt: skip
+    for factors, message in cases:
+        err = assert_error_keeps_state(sch, lambda f=factors: sch.split(i, f), FactorError,
+                                       re.escape(message))  # fmt: skip
+        assert len(str(err).splitlines()[0]) < 200
+
+
+def test_split_a_factor_near_the_dtype_limit_infers_one():
+    sch = Schedule(_gemm())
+    i = _loops(sch, "C")[0]
+    outer, inner = sch.split(i, [None, 2**31 - 1])  # extent + factor - 1 overflows int32
+    assert [int(sch.get(loop).extent) for loop in (outer, inner)] == [1, 2**31 - 1]
 
 
 def test_split_error_product_too_small():

@@ -3,6 +3,7 @@ generated Python, decisions, simplification, post-processing markers, replay ont
 workload, and malformed input (which is rejected as data, never executed)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -58,7 +59,8 @@ def test_json_roundtrip_replays_to_the_same_ir():
 def test_json_schema_fields():
     data = _tiled().trace.as_json()
     assert data["schema"] == "schedlab.trace" and data["version"] == 1
-    assert isinstance(data["workload"], str) and data["target"] is None
+    assert isinstance(data["workload"], str)
+    assert data["target"] == "cpu"  # no target given: the host CPU, recorded as a bare kind
     assert data["insts"][0] == ["GetBlock", [], ["C", None], ["b0"]]
     assert data["insts"][1] == ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]]
     sample_index = next(i for i, x in enumerate(data["insts"]) if x[0] == "SamplePerfectTile")
@@ -272,7 +274,9 @@ def test_replay_on_a_different_target_says_so():
     sch.get_block("C")
     data = sch.trace.as_json()
     assert data["target"] == "cpu"  # a bare kind: portable to any CPU
-    with pytest.raises(TraceError, match="tuned for target 'cpu: .*', the schedule is for 'cuda"):
+    with pytest.raises(
+        TraceError, match="recorded for target 'cpu: .*', the schedule is for 'cuda.*retarget=True"
+    ):
         Trace.from_json(data).apply_to_schedule(Schedule(func, target="cuda"))
     Trace.from_json(data).apply_to_schedule(Schedule(func, target=Target("cpu", num_cores=64)))
     exact = Schedule(func, target=Target("cpu"))
@@ -280,11 +284,136 @@ def test_replay_on_a_different_target_says_so():
     data = exact.trace.as_json()
     assert Target(data["target"]) == Target("cpu")  # a Target object: recorded in full
     Trace.from_json(data).apply_to_schedule(Schedule(func, target="cpu"))
-    with pytest.raises(TraceError, match="tuned for target"):
+    with pytest.raises(TraceError, match="recorded for target"):
         Trace.from_json(data).apply_to_schedule(Schedule(func, target=Target("cpu", num_cores=64)))
-    with pytest.raises(TraceError, match="tuned for target"):
+    with pytest.raises(TraceError, match="recorded for target"):
         Trace.from_json(data).apply_to_schedule(Schedule(func, target="cuda"))
-    Trace.from_json(data).apply_to_schedule(Schedule(func))  # no target: nothing to check
+    Trace.from_json(data).apply_to_schedule(Schedule(func))  # no target: this host's CPU
+
+
+def test_a_schedule_without_target_is_for_the_host_cpu():
+    func = _gemm()
+    sch = Schedule(func)
+    assert sch.target == Target("cpu")
+    sch.get_block("C")
+    assert sch.trace.target == "cpu"  # portable: replays on any CPU target
+    Trace.from_json(sch.trace.as_json()).apply_to_schedule(
+        Schedule(func, target=Target("cpu", num_cores=3))
+    )
+
+
+def test_a_trace_for_another_target_kind_needs_retarget():
+    func = _gemm()
+    cuda = Schedule(func, target="cuda")
+    cuda.split(cuda.get_loops(cuda.get_block("C"))[0], [None, 4])
+    data = cuda.trace.as_json()
+    assert data["target"] == "cuda"
+    host = Schedule(func)
+    with pytest.raises(TraceError, match=r"recorded for target 'cuda.*the schedule is for 'cpu"):
+        Trace.from_json(data).apply_to_schedule(host)
+    assert len(host.trace) == 0 and host.history[-1].index == 0  # refused before any step
+    Trace.from_json(data).apply_to_schedule(host, retarget=True)
+    assert_structural_equal(host.mod, cuda.mod)
+    assert host.trace.target == "cpu"  # the replayed trace is now the host's
+    # a trace of no target (TVM's bare form) replays anywhere
+    Trace.from_json(cuda.trace.as_tvm_json()).apply_to_schedule(Schedule(func))
+
+
+# -- atomic replay: a failing instruction leaves the schedule as it was ------------------------
+def _nine_steps(func) -> dict:
+    """The JSON of a legal 9-instruction trace: get, get, split, split, reorder, sample,
+    get, parallel, split (instruction 8)."""
+    sch = Schedule(func)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 2])
+    sch.reorder(i0, j0, i1, j1)
+    sch.sample_categorical([1, 2], [0.5, 0.5])
+    sch.get_loops(block)
+    sch.parallel(i0)
+    sch.split(k, [None, 2])
+    assert len(sch.trace) == 9
+    return sch.trace.as_json()
+
+
+def _used_schedule(func) -> Schedule:
+    """A schedule with history: one step applied, one undone (redo must survive a failure)."""
+    sch = Schedule(func)
+    block = sch.get_block("C")
+    sch.split(sch.get_loops(block)[1], [None, 5])
+    sch.undo()
+    return sch
+
+
+def _snapshot(sch: Schedule):
+    return (sch.mod, sch.trace, sch.trace.as_json(), [s.mod for s in sch.history],
+            [s.mod for s in sch.undone], sch.seed)  # fmt: skip
+
+
+def _assert_unchanged(sch: Schedule, before) -> None:
+    mod, trace, data, history, undone, seed = before
+    assert sch.mod is mod and sch.trace is trace and sch.trace.as_json() == data
+    assert [s.mod for s in sch.history] == history and [s.mod for s in sch.undone] == undone
+    assert sch.seed == seed
+
+
+@pytest.mark.parametrize("index, kind", [(8, "Split"), (2, "Split")])
+def test_a_failing_replay_applies_nothing(index, kind):
+    func = _gemm()
+    data = _nine_steps(func)
+    data["insts"][index][1][-1] = 0  # factor 0: not a positive int
+    sch = _used_schedule(func)
+    before = _snapshot(sch)
+    with pytest.raises(
+        TraceError, match=rf"replaying instruction {index} \({kind}\) failed: .*factors\[1\]"
+    ):
+        Trace.from_json(data).apply_to_schedule(sch)
+    _assert_unchanged(sch, before)  # not even the GetBlock/GetLoops before it stay
+    assert sch.redo() and len(sch.trace) == 3  # the undone split can still be redone
+    data["insts"][index][1][-1] = 2  # the same trace, legal: replays whole
+    fresh = Schedule(func)
+    Trace.from_json(data).apply_to_schedule(fresh)
+    assert len(fresh.trace) == 9
+
+
+def test_an_interrupted_replay_applies_nothing():
+    func = _gemm()
+    sch = _used_schedule(func)
+    before = _snapshot(sch)
+
+    def provider(inst, inputs, attrs, decision):
+        if inst.kind == "SampleCategorical":
+            raise KeyboardInterrupt  # Ctrl-C half way through
+        return decision
+
+    with pytest.raises(KeyboardInterrupt):
+        Trace.from_json(_nine_steps(func)).apply_to_schedule(sch, decision_provider=provider)
+    _assert_unchanged(sch, before)
+
+
+def test_a_decision_providers_error_is_its_own_and_applies_nothing():
+    func = _gemm()
+    sch = _used_schedule(func)
+    before = _snapshot(sch)
+
+    def provider(inst, inputs, attrs, decision):
+        if inst.kind == "Reorder":
+            raise ValueError("no reorder today")
+        return decision
+
+    with pytest.raises(ValueError, match="^no reorder today$"):
+        Trace.from_json(_nine_steps(func)).apply_to_schedule(sch, decision_provider=provider)
+    _assert_unchanged(sch, before)
+
+
+def test_the_tuners_replay_of_a_failing_trace_gives_none():
+    from schedlab.tune.space.replay import replay
+
+    func = _gemm()
+    data = _nine_steps(func)
+    data["insts"][8][1][-1] = 0
+    assert replay(func, "cpu", Trace.from_json(data)) is None
 
 
 def test_a_failing_instruction_names_its_index_and_kind():
@@ -356,6 +485,36 @@ MALFORMED = {
 def test_malformed_json_raises_trace_error(name):
     with pytest.raises(TraceError):
         Trace.from_json(MALFORMED[name])
+
+
+@pytest.mark.parametrize("depth", [62, 900])
+def test_deep_nesting_inside_an_instruction_names_where(depth):
+    data = _valid()
+    data["insts"][1][2] = [json.loads("[" * depth + "]" * depth)]
+    where = re.escape('instruction 1 (GetLoops), attrs: nested more than 64 levels deep '
+                      '(at ["insts"][1][2][0][0][0]...)')  # fmt: skip
+    for form in (data, json.dumps(data)):  # data as given, and text json.loads can read
+        with pytest.raises(TraceError, match=where):
+            Trace.from_json(form)
+
+
+@pytest.mark.parametrize("depth", [5000, 200_000])
+def test_json_too_deep_to_load_gives_line_and_column(depth):
+    text = json.dumps(_valid())
+    head, tail = text.split('["GetLoops", ["b0"], [', 1)
+    text = head + '["GetLoops", ["b0"], [\n  ' + "[" * depth + "]" * depth + tail
+    # line 1 opens 4 levels (trace, insts, the instruction, its attrs): the 61st bracket of
+    # line 2 (column 2 + 61) is the 65th level
+    with pytest.raises(TraceError, match="malformed: line 2, column 63: nested more than 64"):
+        Trace.from_json(text)
+
+
+def test_a_deep_index_map_in_a_trace_is_a_trace_error():
+    data = _valid()
+    text = "lambda i, j: (" + " + ".join(["i"] * 200_000) + ", j)"
+    data["insts"][1][2] = [{"__type__": "IndexMap", "value": {"lambda": text}}]
+    with pytest.raises(TraceError, match=r"instruction 1 .*nested too deeply .*column 15"):
+        Trace.from_json(data)
 
 
 def test_python_code_in_a_trace_is_only_a_string(tmp_path):

@@ -132,3 +132,28 @@ def test_decorator_errors_point_into_the_file():
     assert info.value.column == lines[offset].index("undefined_name") + 1
     assert "unknown name 'undefined_name'" in str(info.value)
     assert info.value.filename == __file__
+
+
+@pytest.mark.parametrize("terms", [900, 200_000])
+def test_an_expression_too_long_to_read_is_a_script_error_with_its_position(terms):
+    # 900 terms pass Python's parser but not the recursive readers here; 200,000 fail in `ast`
+    shape = " + ".join(["n"] * terms)
+    text = (
+        "@T.prim_func\n"
+        f'def f(n: T.int32, A: T.Buffer(({shape},), "float32")):\n'
+        "    A[0] = T.float32(1)\n"
+    )
+    err = pytest.raises(ScriptError, from_source, text).value
+    _at(err, 2, 32, "nested too deeply (or chains too many operators)")
+    shown = str(err).splitlines()
+    assert len(str(err)) < 400  # the 1.2 MB line is shown as a window around the column
+    assert shown[1].startswith("    def f(n: T.int32, A: T.Buffer((n + n + ")
+    assert shown[1].endswith("n + n...") and len(shown[1]) < 120
+    assert shown[2].index("^") == shown[1].index("((n") + 2  # the caret under the first n
+
+
+def test_a_long_source_line_is_shown_around_the_column():
+    err = ScriptError("unexpected BAD", 1, 5001, "x" * 5000 + "BAD" + "y" * 5000)
+    _, shown, caret = str(err).splitlines()
+    assert shown.startswith("    ...xxx") and shown.endswith("yyy...") and len(shown) < 120
+    assert shown[caret.index("^") :].startswith("BAD")

@@ -229,6 +229,34 @@ def test_trace_import_errors(model):
     assert model.current_step == 1
 
 
+def test_trace_import_bare_kinds_and_retarget(model):
+    _select_outer(model)
+    model.apply("split", factors=[None, 8])
+    data, script = model.export_trace_json(), model.script()
+    other = ExplorerModel()
+    other.load_workload("gemm", M=33, N=17, K=19)
+    other.import_trace({**data, "target": "cpu"})  # a bare kind fits any CPU target
+    assert other.script() == script
+    other.undo()
+    with pytest.raises(TraceError, match="this trace is for target 'cuda'"):
+        other.import_trace({**data, "target": "cuda"})
+    assert other.current_step == 0
+    other.import_trace({**data, "target": "cuda"}, retarget=True)
+    assert other.script() == script and other.schedule.trace.target == str(other.target)
+
+
+def test_a_failing_trace_import_changes_nothing(model):
+    _select_outer(model)
+    model.apply("split", factors=[None, 8])
+    data = model.export_trace_json()
+    data["insts"][-1][1][-1] = 0  # the split's factor: not a positive int
+    model.undo()
+    with pytest.raises(TraceError, match=r"instruction \d+ \(Split\) failed"):
+        model.import_trace(data)
+    assert model.current_step == 0 and model.can_redo  # the undone split is still there
+    assert len(model.schedule.trace) == 0
+
+
 def test_events_reach_observers(model):
     seen = []
     stop = model.subscribe(seen.append)

@@ -1,7 +1,12 @@
 """Measurement in the worker process: success, a crashing kernel, a hanging job; the model keeps
 working after each. One worker is shared by the module (its start-up is the slow part)."""
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +79,63 @@ def test_measure_in_background(worker):
     with pytest.raises(IndexError):
         m.measure_in_background(step=4)
     m.close()
+
+
+# A notebook kernel's interrupt and shutdown send SIGINT to its whole process group, worker
+# included: first while the worker is still starting (importing schedlab), then while it idles.
+INTERRUPTED_SESSION = """
+import threading, time
+from schedlab.ui.worker import MeasureWorker
+
+worker = MeasureWorker()
+results = []
+job = threading.Thread(target=lambda: results.append(worker.run(sum, [1, 2], timeout=120)))
+job.start()
+print("starting", flush=True)
+for phase in ("starting", "idle"):
+    try:
+        time.sleep(120)
+    except KeyboardInterrupt:
+        pass
+    if phase == "starting":
+        job.join()
+        print("idle", results[0].value, flush=True)
+worker.close()
+print("closed", flush=True)
+"""
+
+
+def test_interrupt_and_shutdown_print_no_traceback():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_SESSION], cwd=str(Path(__file__).parents[2]),
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline() == "starting\n"
+        time.sleep(0.3)  # the worker is importing schedlab now
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.stdout.readline() == "idle 3\n"  # the job still ran
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == "closed\n"
+    assert err == ""  # no "KeyboardInterrupt" traceback from the worker
+
+
+def test_an_interrupted_wait_does_not_hand_the_late_reply_to_the_next_job(worker):
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        assert worker.run(sum, [1], timeout=60).ok  # started
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            worker.run(time.sleep, 1.5, timeout=60)  # Ctrl-C while waiting for it
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    time.sleep(1.5)  # the sleep's reply (None) would be waiting now, had the worker lived
+    assert worker.run(sum, [1, 2, 3], timeout=120).value == 6

@@ -49,6 +49,10 @@ def _load(model_or_path):
             model = onnx.load_from_string(bytes(model_or_path))
         elif isinstance(model_or_path, (str, os.PathLike)):
             what = os.fspath(model_or_path)
+            if os.path.isdir(what):  # "no such file" would be wrong: it exists
+                raise OnnxImportError(
+                    f"from_onnx: {what!r} is a directory; expected the path of an .onnx model file"
+                )
             if not os.path.isfile(what):
                 raise OnnxImportError(f"from_onnx: no such file {what!r}")
             model = onnx.load(what)

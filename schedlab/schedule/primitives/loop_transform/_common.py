@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from schedlab.arith import Analyzer, iter_map_simplify
+from schedlab.errors import short_int, short_repr
 from schedlab.ir import expr as E
 from schedlab.ir.node import child_fields
 from schedlab.ir.op import convert
@@ -66,16 +67,18 @@ def factor_values(loop: For, factors, primitive: str) -> tuple[list, int | None]
     if not isinstance(factors, (list, tuple)) or not factors:
         raise FactorError(
             f"{primitive}: factors must be a non-empty list of positive ints (one may be None), "
-            f"got {factors!r}",
+            f"got {short_repr(factors)}",
             [loop],
         )
     values: list = []
     infer = None
+    largest = loop.loop_var.dtype.max_value()
     for index, factor in enumerate(factors):
         if factor is None:
             if infer is not None:
                 raise FactorError(
-                    f"{primitive}: only one factor can be None (inferred), got {list(factors)}",
+                    f"{primitive}: only one factor can be None (inferred), got "
+                    f"{short_repr(list(factors))}",
                     [loop],
                 )
             infer = index
@@ -85,7 +88,16 @@ def factor_values(loop: For, factors, primitive: str) -> tuple[list, int | None]
             factor = factor.value
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise FactorError(
-                f"{primitive}: factors[{index}] must be a positive int, got {factor!r}", [loop]
+                f"{primitive}: factors[{index}] must be a positive int, got {short_repr(factor)}",
+                [loop],
+            )
+        # a loop extent is a constant of the loop variable's dtype: say so here rather than
+        # fail later, deep in building the new loops
+        if factor > largest:
+            raise FactorError(
+                f"{primitive}: factors[{index}] must fit the loop variable's dtype "
+                f"{loop.loop_var.dtype} (at most {largest}), got {short_int(factor)}",
+                [loop],
             )
         values.append(factor)
     return values, infer

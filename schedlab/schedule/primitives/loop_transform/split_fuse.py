@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from schedlab.arith import Analyzer
+from schedlab.errors import short_int, short_repr
 from schedlab.ir import expr as E
 from schedlab.ir.functor import substitute, uses_var
 from schedlab.ir.op import convert, floordiv, floormod
@@ -109,12 +110,22 @@ def _split_extents(loop: For, factors, analyzer: Analyzer) -> list[E.PrimExpr]:
     product = 1
     for value in values:
         product *= value if value is not None else 1
-    if infer is not None:
+    if product > dtype.max_value():  # the new loops' iteration count would not fit the dtype
+        raise FactorError(
+            f"split: the factors {short_repr(list(factors))} multiply to {short_int(product)}, "
+            f"more than the loop variable's dtype {dtype} holds ({dtype.max_value()})",
+            [loop],
+        )
+    if infer is not None and isinstance(loop.extent, E.IntImm):
+        # ceil(extent / product) in Python ints: extent + product - 1 may not fit the dtype
+        values[infer] = -(-loop.extent.value // product)
+    elif infer is not None:
         values[infer] = analyzer.simplify(floordiv(loop.extent + (product - 1), product))
     elif not analyzer.can_prove(E.IntImm(dtype, product) >= loop.extent):
         raise FactorError(
-            f"split: the factors {list(factors)} multiply to {product}, less than the extent "
-            f"{loop.extent} of loop {loop.loop_var.name}; make one factor None to infer it",
+            f"split: the factors {short_repr(list(factors))} multiply to {product}, less than "
+            f"the extent {loop.extent} of loop {loop.loop_var.name}; make one factor None to "
+            "infer it",
             [loop],
         )
     return [v if isinstance(v, E.PrimExpr) else E.IntImm(dtype, v) for v in values]
