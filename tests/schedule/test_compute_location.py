@@ -6,9 +6,10 @@ Per primitive: the IR after it (expected TVMScript text), the trace round trip, 
 the interpreter and compiled C at odd sizes on several workloads, and one test per precondition
 error (which must leave the schedule as it was)."""
 
+import numpy as np
 import pytest
 
-from schedlab import te, workloads
+from schedlab import interpret, te, workloads
 from schedlab.ir.stmt import Block, For
 from schedlab.schedule import Schedule, ScheduleError
 from schedlab.schedule.analysis import region_cover, stage_pipeline
@@ -1095,3 +1096,26 @@ def test_region_cover_facts():
     )
     tiled = Schedule(_func(TILED))
     assert region_cover.has_region_cover(tiled.state, tiled.get(tiled.get_block("D")))
+
+
+@pytest.mark.parametrize("reverse", [True, False])
+def test_moving_a_block_keeps_its_own_predicate(reverse):
+    """A padded gemm's write-back stores only `v1 < 7` (its predicate after reverse_compute_inline
+    of the crop); moving it under the row loop must keep that, or it writes C out of bounds.
+    compute_at of a block predicated by a non-dividing split stays correct too."""
+    func, reference = workloads.get("gemm", M=5, N=7, K=3)
+    sch = Schedule(func)
+    if reverse:
+        sch.pad_einsum(sch.get_block("C"), [1, 8, 1])
+        write_back = sch.cache_write(sch.get_block("C"), 0, "local")
+        sch.reverse_compute_inline(sch.get_block("C_pad"))
+        sch.reverse_compute_at(write_back, sch.get_loops(sch.get_block("C"))[0])
+        assert "T.where(ax0 < 7)" in sch.func.script()
+    else:
+        read = sch.cache_read(sch.get_block("C"), 1, "global")  # B's copy
+        _, inner = sch.split(sch.get_loops(read)[1], [None, 4])  # 7 = 2 x 4, predicated
+        sch.compute_at(read, sch.get_loops(sch.get_block("C"))[0])
+    args = workloads.make_args(sch.func, seed=5)
+    interpret(sch.func, *args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5, atol=1e-5)
+    assert_trace_roundtrip(sch, func)

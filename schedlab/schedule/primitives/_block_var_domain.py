@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 from schedlab.arith import Analyzer, IntervalSet
 from schedlab.ir import expr as E
-from schedlab.ir.functor import collect_vars, substitute
+from schedlab.ir.functor import Mutator, collect_vars, substitute
 from schedlab.ir.op import all as all_of
 from schedlab.ir.op import const
 from schedlab.ir.stmt import Block, BlockRealize, For, ForKind, IterVar
+from schedlab.ir.structural import structural_equal
 
 from ..analysis.region_cover import union
 from ._compute_common import UnsolvableDomainError
@@ -237,9 +238,11 @@ class NewNest:
 
 
 def make_loop_nest(block: Block, domains: list[VarDomain], analyzer: Analyzer,
-                   preserve_unit_loops: bool) -> NewNest:  # fmt: skip
+                   preserve_unit_loops: bool, own_predicate=None) -> NewNest:  # fmt: skip
     """Loops `ax0, ax1, ...` over the domains (unit ones dropped unless `preserve_unit_loops`)
-    around a realize of `block` binding `v = dom.min + ax`, with a predicate where needed."""
+    around a realize of `block` binding `v = dom.min + ax`, with a predicate where needed: the
+    domain bounds, and `own_predicate` (the block's old predicate in its iter vars: a padded
+    write-back's `v < 20`), which must stay."""
     loop_vars, extents, values, conditions, ranges = [], [], [], [], {}
     for iv, info in zip(block.iter_vars, domains):
         low = info.dom.min
@@ -257,6 +260,9 @@ def make_loop_nest(block: Block, domains: list[VarDomain], analyzer: Analyzer,
         ranges[id(iv.var)] = (
             info.dom if info.bound is None else info.dom.intersect(info.bound, analyzer)
         )
+    if own_predicate is not None:
+        bound = {iv.var: value for iv, value in zip(block.iter_vars, values)}
+        conditions.append(substitute(own_predicate, bound))
     predicate = analyzer.simplify(all_of(*conditions)) if conditions else const(True)
     realize = BlockRealize(tuple(values), predicate, block)
     stmt, loops = realize, []
@@ -264,6 +270,43 @@ def make_loop_nest(block: Block, domains: list[VarDomain], analyzer: Analyzer,
         stmt = For(var, const(0, var.dtype), extent, ForKind.SERIAL, stmt)
         loops.insert(0, stmt)
     return NewNest(stmt, realize, loops, ranges)
+
+
+def predicate_in_iter_vars(realize: BlockRealize):
+    """The realize's predicate written in its block's iter vars (each loop var or iter value
+    it uses replaced by the iter var it binds), None when it is true; raises
+    UnsolvableDomainError when it depends on loops in another way (moving the block would
+    lose it)."""
+    predicate = realize.predicate
+    if isinstance(predicate, E.IntImm) and predicate.value == 1:
+        return None
+    block = realize.block
+    by_value = [(value, iv.var) for iv, value in zip(block.iter_vars, realize.iter_values)]
+    loop_to_var = {value: var for value, var in by_value if isinstance(value, E.Var)}
+    rewritten = substitute(predicate, loop_to_var)
+    for value, var in by_value:  # a split's `i0 * 16 + i1 < 20` written as `v < 20`
+        if not isinstance(value, E.Var):
+            rewritten = _replace_expr(rewritten, value, var)
+    iter_vars = {iv.var for iv in block.iter_vars}
+    stray = [v for v in collect_vars(rewritten) if v not in iter_vars]
+    if stray:
+        raise UnsolvableDomainError(
+            f"block {block.name_hint!r} has the predicate {predicate}, which uses loop "
+            f"{stray[0].name} other than through the block's iter values; moving the block "
+            f"would drop it",
+            [block],
+        )
+    return rewritten
+
+
+def _replace_expr(expr, pattern, replacement):
+    class _Replace(Mutator):
+        def visit(self, node):
+            if isinstance(node, E.PrimExpr) and structural_equal(node, pattern):
+                return replacement
+            return super().visit(node)
+
+    return _Replace().visit(expr)
 
 
 def _bound_conditions(value, bound: IntervalSet | None, analyzer) -> list:

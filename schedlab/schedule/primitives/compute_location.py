@@ -39,7 +39,7 @@ from ..analysis.stage_pipeline import (
 from ..errors import DependencyError, ScheduleError
 from ..instruction import PrimitiveContext, primitive
 from ..state import ScheduleState
-from ._block_var_domain import block_var_domains, make_loop_nest
+from ._block_var_domain import block_var_domains, make_loop_nest, predicate_in_iter_vars
 from ._compute_common import (
     BlocksNotUnderLoopError,
     InsertionPointError,
@@ -223,7 +223,8 @@ def compute_at_impl(state: ScheduleState, block: Block, loop: For, preserve_unit
     domains = block_var_domains(block, provided, required, buffers, analyzer, not reverse)
     if reverse:
         _check_reduction_not_split(block, domains, loop, analyzer)
-    nest = make_loop_nest(block, domains, analyzer, preserve_unit_loops)
+    own_predicate = predicate_in_iter_vars(state.realize_of(block))
+    nest = make_loop_nest(block, domains, analyzer, preserve_unit_loops, own_predicate)
     _check_new_region(block, nest, provided, required, buffers, loop, analyzer, reverse)
     moved = _move(state, block, loop, nest.stmt, position)
     _check_order_kept(state, moved, block, scope, loop)
