@@ -2,6 +2,7 @@
 `bench-schedule` (how responsive scheduling is),
 `bench-cost` (cost model vs measurements), `bench-explorer` (the explorer's apply latency and
 session isolation in a real browser), `run model.onnx` (import, compile, run, time),
+`apply BUNDLE` (rebuild a kernel from a schedule bundle),
 `serve` (the explorer web app), `tune <workload|model.onnx>` (the tuner), `bench-tune` (tuned
 kernels next to numpy and onnxruntime), `bench-cpu` (untuned code: shipped and default
 schedules, conv layers and two CNNs next to numpy and onnxruntime)."""
@@ -69,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     explorer.add_argument("--sessions", type=int, default=10, help="concurrent sessions")
     explorer.add_argument("--size", default=None, help="gemm sizes (default 1024)")
     _add_run_parser(commands)
+    _add_apply_parser(commands)
     from schedlab.tune.bench import add_bench_tune_parser
     from schedlab.tune.command import add_tune_parser
 
@@ -105,8 +107,28 @@ def _add_run_parser(commands) -> None:
     run.add_argument("--repeat", type=int, default=5, help="interleaved measurements")
     run.add_argument(
         "--database", default=None, metavar="WORK_DIR",
-        help="use the tuned schedules recorded in this `schedlab tune` work dir",
+        help="use the tuned schedules recorded in this `schedlab tune` work dir "
+        "(or in this schedule bundle file)",
     )  # fmt: skip
+
+
+def _add_apply_parser(commands) -> None:
+    apply = commands.add_parser(
+        "apply", help="rebuild a kernel from a schedule bundle alone, checking it matches"
+    )
+    apply.add_argument("bundle", help="a schedule bundle (.json; see docs/bundle.md)")
+    apply.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write the C source, the library and the scheduled function here",
+    )
+    apply.add_argument(
+        "--check",
+        action="store_true",
+        help="run the kernel on random inputs against the reference interpreter",
+    )
+    apply.add_argument("--seed", type=int, default=0, help="seed of the --check inputs")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.bench_cpu import run_cpu_bench
 
             return run_cpu_bench(args)
+        elif args.command == "apply":
+            from schedlab.apply import apply_bundle
+
+            apply_bundle(args.bundle, out=args.out, check=args.check, seed=args.seed)
         elif args.command == "run":
             from schedlab.run import run_command
 

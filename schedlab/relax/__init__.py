@@ -51,3 +51,17 @@ from .pipeline import get_default_pipeline, get_pipeline  # noqa: E402
 from .vm import Executable, VirtualMachine  # noqa: E402
 
 __all__ += ["get_pipeline", "get_default_pipeline", "Executable", "VirtualMachine"]
+
+
+def __getattr__(name: str):
+    # `relax.frontend` (model importers: `relax.frontend.from_onnx`, as in TVM) loads on first
+    # use, so importing the graph IR does not load the importers' converter tables
+    if name == "frontend":
+        import importlib
+
+        return importlib.import_module(".frontend", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), "frontend"])

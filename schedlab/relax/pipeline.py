@@ -131,8 +131,9 @@ def pre_schedule_passes(target: str | Target = "cpu") -> list[Pass]:
 
 def get_default_pipeline(target: str | Target = "cpu", database=None) -> Sequential:
     """The target's pipeline: its four phases, in order, as one Sequential. With `database`
-    (a `schedlab.tune.Database` or its work_dir), `ApplyDatabase` runs just before the default
-    schedule and gives each kernel the database holds its best tuned schedule."""
+    (a `schedlab.tune.Database` or its work_dir, or schedule bundles: see `schedlab.bundle`),
+    `ApplyDatabase` runs just before the default schedule and gives each kernel the database
+    holds its best tuned schedule."""
     target = Target(target)
     before, after = _split_at_schedule(target)
     if database is not None:

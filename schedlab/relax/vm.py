@@ -106,7 +106,10 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
 
     `database` (a `schedlab.tune.Database` or its work_dir) gives the kernels it holds their
     best tuned schedules, before the default schedule takes the rest (TVM's compile_relax);
-    it goes into the default pipeline, so it cannot be combined with `pipeline`."""
+    it goes into the default pipeline, so it cannot be combined with `pipeline`. It may also
+    be schedule bundles (`schedlab.bundle`: a Bundle, a list of them or of their files, a
+    bundle file's path): each kernel a bundle was exported from takes its schedule, and a
+    bundle that fits no kernel, or is for another target kind, raises BundleError."""
     from schedlab.backend.build import build
 
     from .pipeline import get_default_pipeline, get_pipeline

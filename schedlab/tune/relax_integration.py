@@ -98,6 +98,11 @@ def ApplyDatabase(  # noqa: N802 - TVM's name (MetaScheduleApplyDatabase): a pas
     pass before it can fill it). A kernel the database holds no record of stays unscheduled
     for the default schedule after it (`enable_warning` warns about each one).
 
+    `database` may also be schedule bundles (`schedlab.bundle`: a Bundle, a list of them or of
+    their files, the path of a bundle file): a kernel takes the schedule of the bundle exported
+    from it, and, unlike a Database, a bundle for another target kind or for no kernel of the
+    module is an error (BundleError naming it and the module's kernels).
+
     A scheduled kernel keeps its attrs (global_symbol, op_pattern, ...) and gains
     "tir.is_scheduled" and "tune.from_database" (True: its schedule is a tuned one). The target
     is `target`, else the one entered with `with Target(...):`, else `Target("cpu")`.
@@ -108,6 +113,9 @@ def ApplyDatabase(  # noqa: N802 - TVM's name (MetaScheduleApplyDatabase): a pas
     def run(mod: IRModule) -> IRModule:
         db = open_database()
         current = fixed or Target.current() or Target("cpu")
+        check = getattr(db, "check_module", None)  # bundles: each must fit a kernel here
+        if check is not None:
+            check(mod, current)
         updated = {}
         for name, func in mod.items():
             if isinstance(func, PrimFunc) and not is_scheduled(func):
@@ -121,13 +129,18 @@ def ApplyDatabase(  # noqa: N802 - TVM's name (MetaScheduleApplyDatabase): a pas
 
 def _database_opener(database):
     """A function returning the Database `database` names (checked now, opened later)."""
+    from schedlab.bundle import bundle_database
+
+    bundles = bundle_database(database)  # bundle files are read now: they are not filled later
+    if bundles is not None:
+        return lambda: bundles
     if isinstance(database, (str, os.PathLike)):
         return lambda: open_database(database)
     if callable(getattr(database, "query_schedule", None)):
         return lambda: database
     raise TypeError(
         "ApplyDatabase: database must be a Database or a work_dir path, "
-        f"got {type(database).__name__}"
+        f"got {type(database).__name__} (or schedule bundles: see schedlab.bundle)"
     )
 
 

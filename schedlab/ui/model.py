@@ -7,7 +7,7 @@
     result = model.apply("split", factors=[None, 16])   # ApplyResult; illegal -> ok False
     model.code().source, model.prediction(), model.measure()   # measure: in a worker process
     model.undo(); model.fork("tiled"); model.diff(0)
-    model.export_trace_json(); model.import_trace(text)
+    model.export_trace_json(); model.import_trace(text); model.export_bundle()
     model.subscribe(lambda event: ...)
 
 One model per session: it holds no globals, so sessions are isolated. Each opened function has
@@ -18,6 +18,7 @@ its own branches (named Schedules); a "step" is a user-visible version of the cu
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -508,6 +509,21 @@ class ExplorerModel:
         """The current branch's trace as Python (`def apply_trace(sch): ...`), its variables
         named after the loops and blocks (`i_0, i_1 = sch.split(loop=i, ...)`)."""
         return self.schedule.trace.as_python(named=True)
+
+    def export_bundle(self) -> dict:
+        """The current branch's schedule as a bundle's JSON data (docs/bundle.md): the
+        unscheduled function, its trace and target, and the current step's measurement when
+        one was taken; `schedlab apply` rebuilds the kernel from it alone."""
+        from schedlab.bundle import export_bundle
+
+        sch = self.schedule
+        known = self.known_measurement(sch.mod)
+        measured = []
+        if known is not None and known.ok:
+            stats = {f"{k}_secs": v for k, v in known.stats.items()
+                     if k in ("min", "std") and math.isfinite(v)}  # fmt: skip
+            measured.append({"median_secs": known.seconds, **stats, "source": "explorer"})
+        return export_bundle(sch, measured, name=self._func_name).to_json()
 
     def import_trace(self, data, branch: str | None = None, retarget: bool = False) -> None:
         """Replay a JSON trace (dict or text; read as data, never executed) on the unscheduled

@@ -302,10 +302,19 @@ class ExplorerSession:
             "pipeline": self._pipeline,
             "trace": {"json": json.dumps(m.export_trace_json(), indent=1),
                       "python": m.export_trace_python(),
-                      "filename": f"{m.func_name}.trace.json"},
+                      "filename": f"{m.func_name}.trace.json", **self._bundle_json()},
             "latency": [{"step": p.step, "label": p.label, "predicted": p.predicted,
                          "measured": p.measured} for p in m.latency_history()],
         }  # fmt: skip
+
+    def _bundle_json(self) -> dict:
+        """The schedule bundle for the export button, or why there is none."""
+        try:
+            text = json.dumps(self.model.export_bundle(), indent=1)
+        except SchedlabError as err:  # a function that cannot travel as a bundle
+            return {"bundle": "", "bundle_filename": "", "bundle_error": str(err)}
+        name = f"{self.model.func_name}.bundle.json"
+        return {"bundle": text, "bundle_filename": name, "bundle_error": ""}
 
     def _graph_svg(self, mod: IRModule) -> str:
         """The model graph for an imported model (clickable functions), else the current
@@ -363,7 +372,9 @@ _EMPTY = {
                    "assumptions": []},
     "measurement": {"status": "none", "text": ""}, "steps": [], "current_step": 0,
     "can_undo": False, "can_redo": False, "branches": [], "branch": "", "diff": None,
-    "compare": None, "pipeline": None, "trace": {"json": "", "python": "", "filename": ""},
+    "compare": None, "pipeline": None,
+    "trace": {"json": "", "python": "", "filename": "", "bundle": "", "bundle_filename": "",
+              "bundle_error": ""},
     "latency": [],
 }  # fmt: skip
 

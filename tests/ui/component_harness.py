@@ -221,6 +221,7 @@ TRACE_JSON = json.dumps(
     },
     indent=2,
 )
+BUNDLE_JSON = json.dumps({"schema": "schedlab.bundle", "name": "gemm"}, indent=1)
 TRACE_PYTHON = """\
 b0 = sch.get_block("C", func_name="gemm")
 l1, l4, l5 = sch.get_loops(b0)
@@ -391,7 +392,14 @@ def gemm_state(**overrides) -> dict:
         "diff": None,
         "compare": None,
         "pipeline": None,
-        "trace": {"json": TRACE_JSON, "python": TRACE_PYTHON, "filename": "gemm_trace.json"},
+        "trace": {
+            "json": TRACE_JSON,
+            "python": TRACE_PYTHON,
+            "filename": "gemm_trace.json",
+            "bundle": BUNDLE_JSON,
+            "bundle_filename": "gemm.bundle.json",
+            "bundle_error": "",
+        },
         "latency": [
             {"step": 0, "label": "start", "predicted": 0.096, "measured": 0.11},
             {"step": 1, "label": "split(i, [None, 16])", "predicted": 0.094, "measured": None},

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from .component_harness import (
+    BUNDLE_JSON,
     CHROMIUM,
     CHROMIUM_ARGS,
     CODE_LINES,
@@ -384,6 +385,11 @@ def test_trace_export_and_import(explorer):
     download = download_info.value
     assert download.suggested_filename == "gemm_trace.py"
     assert Path(download.path()).read_text() == TRACE_PYTHON
+    with explorer.page.expect_download() as download_info:
+        explorer.testid("export-bundle").click()
+    download = download_info.value
+    assert download.suggested_filename == "gemm.bundle.json"
+    assert Path(download.path()).read_text() == BUNDLE_JSON
 
     text = json.dumps({"version": 1, "insts": []})
     explorer.testid("import-trace").set_input_files(

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from schedlab.bundle import Bundle, BundleError
 from schedlab.script.printer import script_lines
 from schedlab.ui.model import ExplorerModel
 from schedlab.ui.session import ACTIONS, ExplorerSession
@@ -195,6 +196,24 @@ def test_trace_export_and_import(session):
     assert len(state3["steps"]) == 1
     other.close()
     third.close()
+
+
+def test_bundle_export(session, monkeypatch):
+    state = session.state()
+    _act(session, "select", kind="loop", uid=_loop(state, "i"))
+    state = _act(session, "apply", primitive="split", args={"factors": [None, 8]})
+    trace = state["trace"]
+    assert trace["bundle_filename"] == "gemm.bundle.json" and trace["bundle_error"] == ""
+    bundle = Bundle.from_json(trace["bundle"])  # validated: it rebuilds this step's kernel
+    assert bundle.scheduled.script() == session.model.func.script()
+    # a function that cannot travel as a bundle: the button is off and says why
+    monkeypatch.setattr(ExplorerModel, "export_bundle", _refuse)
+    trace = session.state()["trace"]
+    assert trace["bundle"] == "" and trace["bundle_error"] == "cannot travel"
+
+
+def _refuse(self):
+    raise BundleError("cannot travel")
 
 
 def test_pipeline_records(session):

@@ -495,6 +495,8 @@ function render({ model, el }) {
   exportJson.textContent = "Export JSON";
   const exportPython = h("button", { type: "button", testid: "export-python" });
   exportPython.textContent = "Export Python";
+  const exportBundle = h("button", { type: "button", testid: "export-bundle" });
+  exportBundle.textContent = "Export bundle";
   const importInput = h("input", { type: "file", accept: ".json", testid: "import-trace" });
   const tracePython = h("pre", { class: "sl-trace-python", testid: "trace-python" });
   exportJson.addEventListener("click", () => {
@@ -504,6 +506,12 @@ function render({ model, el }) {
   exportPython.addEventListener("click", () => {
     const trace = state?.trace;
     if (trace) download(trace.python, pythonFilename(trace.filename), "text/x-python");
+  });
+  exportBundle.addEventListener("click", () => {
+    const trace = state?.trace;
+    if (trace?.bundle) {
+      download(trace.bundle, trace.bundle_filename || "bundle.json", "application/json");
+    }
   });
   importInput.addEventListener("change", async () => {
     const file = importInput.files?.[0];
@@ -518,6 +526,7 @@ function render({ model, el }) {
       { class: "sl-pane-header" },
       exportJson,
       exportPython,
+      exportBundle,
       h(
         "label",
         { class: "sl-file sl-button", title: "Replay a trace JSON" },
@@ -1265,6 +1274,10 @@ function render({ model, el }) {
     exportPython.disabled = !trace.python;
     exportJson.title = `download ${trace.filename || "trace.json"}`;
     exportPython.title = `download ${pythonFilename(trace.filename)}`;
+    exportBundle.disabled = !trace.bundle;
+    exportBundle.title = trace.bundle
+      ? `download ${trace.bundle_filename} (schedlab apply rebuilds the kernel from it)`
+      : trace.bundle_error || "no bundle";
   }
 
   function renderTune(s) {
