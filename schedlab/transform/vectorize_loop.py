@@ -81,9 +81,14 @@ class _Vectorizer(Mutator):
 def _unswitch(loop: For) -> Stmt | None:
     """`for i: B[..] = if_then_else(c, x, y)` (or a Select) with `c` not depending on `i`, as
     `if c: for i: B[..] = x  else: for i: B[..] = y` (each branch then vectorizes; a concat's
-    channel test or a pad's row test is decided once per vector, not per lane). None when the
-    body is not such a store."""
+    channel test or a pad's row test is decided once per vector, not per lane). Likewise a
+    body guarded by such a test, `for i: if c: S` as `if c: for i: S` (a predicated row of a
+    register tile). None when the body is neither."""
     store = loop.body
+    if isinstance(store, IfThenElse) and store.else_case is None:
+        if uses_var(store.condition, lambda v: v is loop.loop_var):
+            return None
+        return IfThenElse(store.condition, loop.replace(body=store.then_case))
     if not isinstance(store, BufferStore):
         return None
     value = store.value

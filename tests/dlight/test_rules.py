@@ -11,6 +11,7 @@ from schedlab import dlight, te, workloads
 from schedlab.bench import run_bench
 from schedlab.dlight.cpu._common import fit_lanes, vector_lanes
 from schedlab.ir.structural import structural_equal
+from schedlab.relax.transform.fold_layout_rewrite import split_layout_rewrite
 from schedlab.schedule import Schedule
 from schedlab.target import Target
 
@@ -234,6 +235,32 @@ def test_matmul_packs_b_when_rows_reuse_it(name, sizes, simd_width):
     args = workloads.make_args(func, seed=4)
     kernel(*args)
     np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("simd_width", [256, 512])
+@pytest.mark.parametrize(
+    "name, sizes",
+    [("gemm", {"M": 45, "N": 169, "K": 37}), ("matmul_bias_relu", {"M": 70, "N": 1000, "K": 29})],
+)
+def test_matmul_pads_n_to_whole_panels(name, sizes, simd_width):
+    """No panel divides N: the block is padded to whole panels, B read through a zero-padded
+    copy (packed or not, one stage reading the parameter, so it folds on constants), the
+    update runs on explicit vectors (a predicated panel left gcc a scalar loop), and only the
+    write-back stores are predicated on the real columns."""
+    func, reference = workloads.get(name, **sizes)
+    target = Target("cpu", simd_width=simd_width)
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), target)
+    assert set(fired.values()) <= {"Matmul", "Elementwise"}
+    assert split_layout_rewrite(sch.func) is not None
+    kernel = schedlab.build(sch.mod, target=target)
+    lanes = simd_width // 32
+    assert f"sl_broadcast_float32x{lanes}(A[" in kernel.source
+    args = workloads.make_args(func, seed=4)
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
+    replayed = Schedule(func, target=target)
+    sch.trace.apply_to_schedule(replayed)
+    assert structural_equal(replayed.func, sch.func)
 
 
 def test_matmul_does_not_pack_for_few_rows():

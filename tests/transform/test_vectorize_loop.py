@@ -157,3 +157,17 @@ def test_min_max_become_vector_operations():
     store = BufferStore(C, op.max(op.min(A[v], F2), const(0.0, "float32")), (v,))
     after = vectorize_loop(_func([A, C], _vloop(v, 8, store)))
     assert isinstance(after.body, BufferStore) and after.body.value.dtype.lanes == 8
+
+
+def test_guarded_body_with_a_lane_invariant_test_is_unswitched():
+    """`for v (vectorized): if i < 5: C[i*8 + v] = ...` (a predicated row of a register tile):
+    the test is decided once, outside the loop, and the store becomes a vector store; a test
+    on the lane itself keeps the loop."""
+    A, C = (decl_buffer((64,), "float32", x) for x in "AC")
+    i, v = Var("i"), Var("v")
+    store = BufferStore(C, A[i * 8 + v] * F2, (i * 8 + v,))
+    after = vectorize_loop(_func([A, C], _vloop(v, 8, IfThenElse(i < 5, store))))
+    assert isinstance(after.body, IfThenElse) and after.body.else_case is None
+    vector_store = after.body.then_case
+    assert isinstance(vector_store, BufferStore) and vector_store.value.dtype.lanes == 8
+    _kept(_vloop(v, 8, IfThenElse(v < 5, store)), A, C)

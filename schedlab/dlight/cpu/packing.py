@@ -19,7 +19,7 @@ index it) must number at least MIN_REUSE.
 from __future__ import annotations
 
 from schedlab.arith.linear import linear_coefficient
-from schedlab.ir.expr import IntImm, Var
+from schedlab.ir.expr import BufferLoad, Call, FloatImm, IntImm, Var
 from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import Block, BufferStore, IterType
 from schedlab.schedule.errors import ScheduleError
@@ -35,6 +35,7 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
     found = []
     written = _written_buffers(sch.func)
     params = {buf for buf in sch.func.buffer_map.values()}
+    params |= set(padded_params(sch))  # zero-padded copies of parameters (`pad_einsum`)
     for block_rv in _leaf_blocks(sch):
         block = sch.get(block_rv)
         if not any(iv.iter_type == IterType.REDUCE for iv in block.iter_vars):
@@ -44,7 +45,7 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
         binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
         for index, region in enumerate(block.reads):
             buffer = region.buffer
-            if buffer not in params or buffer in written:
+            if buffer not in params or (buffer in written and buffer not in padded_params(sch)):
                 continue
             axes = _axes(block, buffer, binding, loops)
             if axes is None or _reuse(loops, axes) < MIN_REUSE:
@@ -71,10 +72,35 @@ def pack_vector_operands(sch) -> bool:
     return True
 
 
+def padded_params(sch) -> dict:
+    """{buffer: its producer's name} for each buffer one block fills as a zero-padded copy of
+    a parameter (`pad[v] = if_then_else(v < n, P[v], 0)`, what `pad_einsum` makes)."""
+    params = set(sch.func.buffer_map.values())
+    found, writers = {}, {}
+    for block_rv in _leaf_blocks(sch):
+        block = sch.get(block_rv)
+        for region in block.writes:
+            writers.setdefault(region.buffer, []).append(block)
+    for buffer, blocks in writers.items():
+        if len(blocks) != 1 or buffer in params:
+            continue
+        body = blocks[0].body
+        value = body.value if isinstance(body, BufferStore) else None
+        if (isinstance(value, Call) and value.op == "if_then_else"
+                and isinstance(value.args[1], BufferLoad) and value.args[1].buffer in params
+                and isinstance(value.args[2], (IntImm, FloatImm))):  # fmt: skip
+            found[buffer] = blocks[0].name_hint
+    return found
+
+
 def _pack(sch, name: str, index: int, axes) -> None:
     block = sch.get_block(name)
-    ndim = len(sch.get(block).reads[index].buffer.shape)
+    source = sch.get(block).reads[index].buffer
+    producer = padded_params(sch).get(source)
+    ndim = len(source.shape)
     copy = sch.cache_read(block, index, "global")
+    if producer is not None:  # one stage: the packed copy reads the parameter, zero-padded
+        sch.compute_inline(sch.get_block(producer))
 
     def mapping(*x):
         out = []
@@ -156,8 +182,6 @@ def _radix(index, binding: dict, loops, dim_extent) -> list | None:
 def _load_indices(block: Block, buffer):
     """The indices of the block's one load pattern of `buffer` (None if it loads it in two
     different ways)."""
-    from schedlab.ir.expr import BufferLoad
-
     seen = []
     post_order_visit(block.body, lambda n: seen.append(n.indices)
                      if isinstance(n, BufferLoad) and n.buffer is buffer else None)  # fmt: skip

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.dtype import handle
-from schedlab.ir.expr import BufferLoad, Var
+from schedlab.ir.expr import BufferLoad, Call, FloatImm, IntImm, Var
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, SeqStmt, Stmt
@@ -114,8 +114,9 @@ def _param_var_of(func: PrimFunc, buffer: Buffer) -> Var:
 
 
 def _copy_of(stage: Stmt) -> tuple[Buffer, Buffer] | None:
-    """(source, destination) when `stage` holds one block storing a plain load of one buffer
-    into another, else None."""
+    """(source, destination) when `stage` holds one block storing a load of one buffer into
+    another: a plain load (every element copied), or a load guarded by `if_then_else` with a
+    constant elsewhere (a zero-padded copy, as `pad_einsum` makes before packing); else None."""
     blocks: list[Block] = []
     post_order_visit(stage, lambda n: blocks.append(n) if isinstance(n, Block) else None)
     if len(blocks) != 1:
@@ -124,14 +125,33 @@ def _copy_of(stage: Stmt) -> tuple[Buffer, Buffer] | None:
     if block.init is not None or len(block.reads) != 1 or len(block.writes) != 1:
         return None
     body = block.body
-    if not isinstance(body, BufferStore) or not isinstance(body.value, BufferLoad):
+    if not isinstance(body, BufferStore):
         return None
-    source, packed = body.value.buffer, body.buffer
+    load, padded = _guarded_load(body.value)
+    if load is None:
+        return None
+    if padded and not all(isinstance(index, Var) for index in load.indices):
+        return None  # a shifted guarded load is a border (conv padding), not a padded copy
+    source, packed = load.buffer, body.buffer
     if source is not block.reads[0].buffer or packed is not block.writes[0].buffer:
         return None
-    if source.dtype != packed.dtype or _size(source) != _size(packed) or _size(source) is None:
-        return None  # a copy of every element, nothing dropped or padded
+    size, packed_size = _size(source), _size(packed)
+    if source.dtype != packed.dtype or size is None or packed_size is None:
+        return None
+    if packed_size < size or (packed_size > size and not padded):
+        return None  # a copy of every element: nothing dropped, padding only where guarded
     return source, packed
+
+
+def _guarded_load(value) -> tuple[BufferLoad | None, bool]:
+    """(the load, whether guarded) for `load` or `if_then_else(cond, load, constant)`."""
+    if isinstance(value, BufferLoad):
+        return value, False
+    if (isinstance(value, Call) and value.op == "if_then_else"
+            and isinstance(value.args[1], BufferLoad)
+            and isinstance(value.args[2], (IntImm, FloatImm))):  # fmt: skip
+        return value.args[1], True
+    return None, False
 
 
 def _size(buffer: Buffer) -> int | None:
