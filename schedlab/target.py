@@ -6,7 +6,10 @@ and cost models read. `Target("zen3")` (AVX2), `"zen4"`, `"zen5"`, `"skylake-avx
 `"neoverse-v2"` are CPU presets: that machine's ISA, vector width and caches (`CPU_PRESETS`),
 the host's core count.
 GPU kinds ("cuda", "rocm", "opencl", "adreno") describe a typical device of that kind with
-documented defaults; their backends refine them from the real device later.
+documented defaults; GPU presets describe one device from its data sheet (`GPU_PRESETS`):
+"sm_90"/"h100", "h200", "sm_80"/"a100" (cuda), "gfx942"/"mi300x", "gfx90a"/"mi250" (rocm),
+"adreno740", "adreno750" (adreno: OpenCL on a Qualcomm GPU). Their `peak_gflops` is the vendor's
+dense figure per dtype (tensor/matrix cores included), not derived from the other attributes.
 Any attribute can be overridden: `Target("cpu", num_cores=4)`.
 
 A target is immutable, hashable, and round-trips through JSON: `Target(str(t)) == t`.
@@ -34,29 +37,37 @@ _DERIVED = ("peak_gflops",)
 _GPU_DEFAULTS: dict[str, dict[str, Any]] = {
     # An A100-class device: the figures rules use until the CUDA backend queries the real one.
     "cuda": {
+        "model": "generic CUDA device (A100-class defaults)",
         "arch": "sm_80", "num_sms": 108, "warp_size": 32, "max_threads_per_block": 1024,
-        "max_shared_memory_per_block": 49152, "max_registers_per_thread": 255,
+        "max_shared_memory_per_block": 49152, "registers_per_sm": 65536,
+        "max_registers_per_thread": 255,
         "l2_bytes": 40 * 2**20, "clock_ghz": 1.41, "mem_bandwidth_gbs": 1555.0,
         "fp32_units_per_sm": 64, "max_vector_bytes": 16,
     },
     # An MI210-class device (CDNA2): wave64.
     "rocm": {
+        "model": "generic ROCm device (MI210-class defaults)",
         "arch": "gfx90a", "num_sms": 104, "warp_size": 64, "max_threads_per_block": 1024,
-        "max_shared_memory_per_block": 65536, "max_registers_per_thread": 512,
+        "max_shared_memory_per_block": 65536, "registers_per_sm": 131072,
+        "max_registers_per_thread": 512,
         "l2_bytes": 8 * 2**20, "clock_ghz": 1.7, "mem_bandwidth_gbs": 1638.0,
         "fp32_units_per_sm": 128, "max_vector_bytes": 16,
     },
     # A generic OpenCL device (PoCL on a CPU is the usual test driver).
     "opencl": {
+        "model": "generic OpenCL device",
         "arch": "generic", "num_sms": 8, "warp_size": 1, "max_threads_per_block": 256,
-        "max_shared_memory_per_block": 32768, "max_registers_per_thread": 128,
+        "max_shared_memory_per_block": 32768, "registers_per_sm": 32768,
+        "max_registers_per_thread": 128,
         "l2_bytes": 2**20, "clock_ghz": 1.0, "mem_bandwidth_gbs": 50.0,
         "fp32_units_per_sm": 16, "max_vector_bytes": 16,
     },
     # A Qualcomm Adreno 7xx-class GPU, programmed through OpenCL with texture memory.
     "adreno": {
+        "model": "generic Adreno 7xx device",
         "arch": "adreno7xx", "num_sms": 6, "warp_size": 64, "max_threads_per_block": 256,
-        "max_shared_memory_per_block": 32768, "max_registers_per_thread": 64,
+        "max_shared_memory_per_block": 32768, "registers_per_sm": 32768,
+        "max_registers_per_thread": 64,
         "l2_bytes": 2**20, "clock_ghz": 0.9, "mem_bandwidth_gbs": 60.0,
         "fp32_units_per_sm": 256, "max_vector_bytes": 16, "texture_spatial_limit": 16384,
         "image_base_address_alignment": 64,
@@ -115,6 +126,140 @@ CPU_PRESETS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+# Named GPU presets: one device each, from its vendor's data sheet (SXM/OAM boards; dense peak
+# rates, no sparsity; tensor/matrix cores counted for the dtypes they take). `num_sms` counts
+# SMs (NVIDIA), CUs (AMD) or shader processors (Adreno). Adreno figures are public estimates
+# (Qualcomm publishes few): good enough for tile sizes and cost models, not for a spec sheet.
+_H100 = {
+    "model": "NVIDIA H100 SXM5 80GB (preset)",
+    "arch": "sm_90",
+    "num_sms": 132,
+    "warp_size": 32,
+    "max_threads_per_block": 1024,
+    "max_shared_memory_per_block": 49152,
+    "registers_per_sm": 65536,
+    "max_registers_per_thread": 255,
+    "l2_bytes": 50 * 2**20,
+    "clock_ghz": 1.98,
+    "mem_bandwidth_gbs": 3350.0,
+    "fp32_units_per_sm": 128,
+    "max_vector_bytes": 16,
+    "peak_gflops": {
+        "float64": 66900.0,
+        "float32": 66900.0,
+        "float16": 989400.0,
+        "bfloat16": 989400.0,
+        "int32": 33450.0,
+        "int8": 1978900.0,
+    },
+}
+_A100 = {
+    "model": "NVIDIA A100 SXM4 80GB (preset)",
+    "arch": "sm_80",
+    "num_sms": 108,
+    "warp_size": 32,
+    "max_threads_per_block": 1024,
+    "max_shared_memory_per_block": 49152,
+    "registers_per_sm": 65536,
+    "max_registers_per_thread": 255,
+    "l2_bytes": 40 * 2**20,
+    "clock_ghz": 1.41,
+    "mem_bandwidth_gbs": 2039.0,
+    "fp32_units_per_sm": 64,
+    "max_vector_bytes": 16,
+    "peak_gflops": {
+        "float64": 19500.0,
+        "float32": 19500.0,
+        "float16": 312000.0,
+        "bfloat16": 312000.0,
+        "int32": 19500.0,
+        "int8": 624000.0,
+    },
+}
+_MI300X = {
+    "model": "AMD Instinct MI300X (preset)",
+    "arch": "gfx942",
+    "num_sms": 304,
+    "warp_size": 64,
+    "max_threads_per_block": 1024,
+    "max_shared_memory_per_block": 65536,
+    "registers_per_sm": 131072,
+    "max_registers_per_thread": 512,
+    "l2_bytes": 32 * 2**20,
+    "clock_ghz": 2.1,
+    "mem_bandwidth_gbs": 5300.0,
+    "fp32_units_per_sm": 128,
+    "max_vector_bytes": 16,
+    "peak_gflops": {
+        "float64": 163400.0,
+        "float32": 163400.0,
+        "float16": 1307400.0,
+        "bfloat16": 1307400.0,
+        "int32": 81700.0,
+        "int8": 2614900.0,
+    },
+}
+_MI250 = {
+    "model": "AMD Instinct MI250 (preset)",
+    "arch": "gfx90a",
+    "num_sms": 208,
+    "warp_size": 64,
+    "max_threads_per_block": 1024,
+    "max_shared_memory_per_block": 65536,
+    "registers_per_sm": 131072,
+    "max_registers_per_thread": 512,
+    "l2_bytes": 16 * 2**20,
+    "clock_ghz": 1.7,
+    "mem_bandwidth_gbs": 3277.0,
+    "fp32_units_per_sm": 64,
+    "max_vector_bytes": 16,
+    "peak_gflops": {
+        "float64": 90500.0,
+        "float32": 90500.0,
+        "float16": 362100.0,
+        "bfloat16": 362100.0,
+        "int32": 45300.0,
+        "int8": 362100.0,
+    },
+}
+_ADRENO = {
+    "warp_size": 64,
+    "max_threads_per_block": 1024,
+    "max_shared_memory_per_block": 32768,
+    "registers_per_sm": 65536,
+    "max_registers_per_thread": 64,
+    "max_vector_bytes": 16,
+    "texture_spatial_limit": 16384,
+    "image_base_address_alignment": 64,
+}
+GPU_PRESETS: dict[str, dict[str, Any]] = {
+    "sm_90": {"kind": "cuda", **_H100},
+    "h100": {"kind": "cuda", **_H100},
+    "h200": {"kind": "cuda", **_H100, "model": "NVIDIA H200 SXM 141GB (preset)",
+             "mem_bandwidth_gbs": 4800.0},
+    "sm_80": {"kind": "cuda", **_A100},
+    "a100": {"kind": "cuda", **_A100},
+    "gfx942": {"kind": "rocm", **_MI300X},
+    "mi300x": {"kind": "rocm", **_MI300X},
+    "gfx90a": {"kind": "rocm", **_MI250},
+    "mi250": {"kind": "rocm", **_MI250},
+    "adreno740": {
+        "kind": "adreno", **_ADRENO, "model": "Qualcomm Adreno 740 (preset)",
+        "arch": "adreno740", "num_sms": 6, "l2_bytes": 2**20, "clock_ghz": 0.68,
+        "mem_bandwidth_gbs": 67.0, "fp32_units_per_sm": 256,
+        "peak_gflops": {"float64": 0.0, "float32": 2089.0, "float16": 4178.0,
+                        "bfloat16": 2089.0, "int32": 1044.0, "int8": 4178.0},
+    },
+    "adreno750": {
+        "kind": "adreno", **_ADRENO, "model": "Qualcomm Adreno 750 (preset)",
+        "arch": "adreno750", "num_sms": 6, "l2_bytes": 2**20, "clock_ghz": 0.903,
+        "mem_bandwidth_gbs": 77.0, "fp32_units_per_sm": 256,
+        "peak_gflops": {"float64": 0.0, "float32": 2774.0, "float16": 5548.0,
+                        "bfloat16": 2774.0, "int32": 1387.0, "int8": 5548.0},
+    },
+}  # fmt: skip
+
+
 class Target:
     """A compilation target: `kind` plus a dict of hardware attributes (`attrs`).
 
@@ -165,10 +310,11 @@ class Target:
         return table[str(dtype)] * 1e9
 
     def describe(self) -> str:
-        """One line for reports: `cpu: AMD EPYC x86_64, 2 cores, 512-bit SIMD (avx512f), ...`."""
+        """One line for reports: `cpu: AMD EPYC x86_64, 2 cores, 512-bit SIMD (avx512f), ...`;
+        `cuda: NVIDIA H100 SXM5 80GB (preset) sm_90, 132 SMs, warp 32, ...` for a GPU."""
         attrs = self.attrs
         if self.kind != "cpu":
-            return f"{self.kind}: {attrs.get('arch', '')}".rstrip(": ")
+            return _describe_gpu(self.kind, attrs)
         names = {"avx512f": "avx512f", "avx2": "avx2", "sve": "sve", "asimd": "neon"}
         isa = [name for flag, name in names.items() if flag in (attrs.get("isa") or ())]
         vector = isa[0] if isa else "scalar"
@@ -240,7 +386,7 @@ def _canonical_kind(kind) -> str:
     if canonical is None:
         raise ValueError(
             f"Target: unknown kind {kind!r}; valid kinds: {', '.join(sorted(ALIASES))}; "
-            f"CPU presets: {', '.join(CPU_PRESETS)}"
+            f"CPU presets: {', '.join(CPU_PRESETS)}; GPU presets: {', '.join(GPU_PRESETS)}"
         )
     return canonical
 
@@ -263,8 +409,32 @@ def _as_spec(kind) -> dict[str, Any]:
                 f"as keywords: Target('cpu', num_cores=4)"
             )
         preset = CPU_PRESETS.get(text.lower())
-        return {"kind": "cpu", **preset} if preset is not None else {"kind": text}
+        if preset is not None:
+            return {"kind": "cpu", **preset}
+        gpu = GPU_PRESETS.get(text.lower())
+        return _copied(gpu) if gpu is not None else {"kind": text}
     raise ValueError(f"Target: expected a kind name, dict, JSON or Target, got {kind!r}")
+
+
+def _copied(preset: dict[str, Any]) -> dict[str, Any]:
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in preset.items()}
+
+
+def _describe_gpu(kind: str, attrs: dict[str, Any]) -> str:
+    """`cuda: <model> sm_90, 132 SMs, warp 32, 1024 threads/block, 48 KiB shared/block, ...`."""
+    units = {"cuda": "SMs", "rocm": "CUs"}.get(kind, "compute units")
+    peaks = attrs.get("peak_gflops", {})
+    rates = ", ".join(
+        f"{dt} {peaks[dt] / 1000:.1f} TFLOP/s" for dt in ("float32", "float16") if peaks.get(dt)
+    )
+    return (
+        f"{kind}: {attrs.get('model', '?')} {attrs.get('arch', '')}, {attrs.get('num_sms')} "
+        f"{units}, warp {attrs.get('warp_size')}, {attrs.get('max_threads_per_block')} "
+        f"threads/block, {attrs.get('max_shared_memory_per_block', 0) // 1024} KiB shared/block, "
+        f"{attrs.get('registers_per_sm')} registers/{units[:-1] if units.endswith('s') else units}"
+        f", {attrs.get('clock_ghz')} GHz, {attrs.get('mem_bandwidth_gbs'):g} GB/s"
+        + (f", {rates}" if rates else "")
+    )
 
 
 def _resolve_attrs(kind: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -464,4 +634,4 @@ def _bandwidth_guess(cores: int) -> float:
     return float(min(200, max(20, 12 * cores)))
 
 
-__all__ = ["Target", "KINDS", "ALIASES", "CPU_PRESETS"]
+__all__ = ["Target", "KINDS", "ALIASES", "CPU_PRESETS", "GPU_PRESETS"]

@@ -8,7 +8,7 @@ import platform
 import pytest
 
 import schedlab
-from schedlab.target import CPU_PRESETS, KINDS, Target
+from schedlab.target import CPU_PRESETS, GPU_PRESETS, KINDS, Target
 
 
 def test_cpu_describes_this_host():
@@ -130,3 +130,41 @@ def test_unknown_kind_lists_the_presets():
     presets = "CPU presets: zen3, zen4, zen5, skylake-avx512, neoverse-v2"
     with pytest.raises(ValueError, match=presets):
         Target("zen9")
+
+
+@pytest.mark.parametrize("name", sorted(GPU_PRESETS))
+def test_gpu_presets_describe_their_device_and_round_trip(name):
+    target = Target(name)
+    assert target.kind == GPU_PRESETS[name]["kind"] and target.is_gpu
+    assert "(preset)" in target.model
+    assert Target(str(target)) == target and pickle.loads(pickle.dumps(target)) == target
+    assert target.warp_size in (32, 64)
+    assert target.max_threads_per_block >= 256 and target.max_shared_memory_per_block >= 32768
+    assert target.registers_per_sm > 0 and target.mem_bandwidth_gbs > 0
+    assert target.peak_flops("float16") >= target.peak_flops("float32") > 0
+    text = target.describe()
+    assert text.startswith(f"{target.kind}: ") and "(preset)" in text
+    assert "threads/block" in text and "KiB shared/block" in text and "TFLOP/s" in text
+
+
+def test_gpu_presets_carry_data_sheet_figures():
+    h100, h200, a100 = Target("h100"), Target("h200"), Target("a100")
+    assert Target("sm_90") == h100 and Target("sm_80") == a100
+    assert (h100.arch, h100.num_sms, h100.warp_size) == ("sm_90", 132, 32)
+    assert h200.mem_bandwidth_gbs > h100.mem_bandwidth_gbs and h200.num_sms == 132
+    assert h100.peak_gflops["float16"] == pytest.approx(989400.0)
+    assert a100.peak_gflops["float32"] == pytest.approx(19500.0)
+    mi300x, mi250 = Target("mi300x"), Target("mi250")
+    assert Target("gfx942") == mi300x and Target("gfx90a") == mi250
+    assert (mi300x.kind, mi300x.warp_size, mi300x.num_sms) == ("rocm", 64, 304)
+    assert mi300x.describe().startswith("rocm: AMD Instinct MI300X (preset) gfx942, 304 CUs")
+    adreno = Target("adreno750")
+    assert adreno.kind == "adreno" and "opencl" in adreno.keys
+    assert Target("adreno750").clock_ghz > Target("adreno740").clock_ghz
+    # attributes still override, and the vendor's peak stays unless overridden too
+    assert Target("h100", max_threads_per_block=512).max_threads_per_block == 512
+
+
+def test_unknown_kind_lists_the_gpu_presets():
+    with pytest.raises(ValueError, match="GPU presets: sm_90, h100, h200, sm_80, a100"):
+        Target("sm_99")
