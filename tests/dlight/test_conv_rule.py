@@ -41,6 +41,8 @@ CASES = [
     ("dilated_conv2d_nchw", dict(CI=3, H=13, W=19, CO=16)),
     ("conv1d_ncw", dict(CI=5, L=37, CO=16)),
     ("conv3d_ncdhw", dict(CI=3, D=5, H=7, W=9, CO=16)),
+    ("conv2d_nchw", dict(CI=9, H=6, W=13, CO=72, kernel=1, padding=0)),  # 72 channels: padded
+    ("conv2d_nchw", dict(CI=4, H=5, W=7, CO=20, kernel=3)),  # 20 = no whole vector: padded
 ]
 
 
@@ -49,7 +51,8 @@ CASES = [
 def test_conv_rule_matches_reference(name, sizes, simd_width):
     sch, fired = check(name, sizes, simd_width)
     assert fired[name] == "Conv", fired
-    packed = [b for b in sch.func.body.block.alloc_buffers if b.name == "weight_global"]
+    packed = [b for b in sch.func.body.block.alloc_buffers
+              if b.name in ("weight_global", "weight_pad_global")]  # fmt: skip
     assert len(packed) == 1 and packed[0].shape[-1].value in (simd_width // 32, simd_width // 64)
 
 
@@ -66,7 +69,7 @@ def test_conv_rule_lays_accumulators_out_channel_innermost():
 @pytest.mark.parametrize(
     "name, sizes",
     [
-        ("conv2d_nchw", dict(CI=5, H=13, W=11, CO=7)),  # channels not a multiple of lanes/2
+        ("conv2d_nchw", dict(CI=5, H=13, W=11, CO=7)),  # fewer channels than a vector
         ("group_conv2d_nchw", dict(CI=8, H=9, W=11, CO=32, groups=2)),  # channel in the data
         ("depthwise_conv2d_nchw", dict(C=16, H=13, W=11)),
         ("conv2d_nhwc", dict(CI=5, H=9, W=11, CO=32)),  # channels last: the columns are not
@@ -77,6 +80,28 @@ def test_conv_rule_declines(name, sizes):
     func, _ = workloads.get(name, **sizes)
     _, fired, _ = schedule(func)
     assert "Conv" not in fired.values(), fired
+
+
+@pytest.mark.parametrize("simd_width", [256, 512])
+def test_padded_channels_keep_the_update_vectorized(simd_width):
+    """1000 classes = 62.5 vectors of 16: the block runs on whole channel groups (weights
+    zero-padded in the packing copy, which folds on constants), the update is all vector
+    code, and only the write-back tests the channel (on AVX2, 125 vectors of 8 need none)."""
+    from schedlab.relax.transform.fold_layout_rewrite import split_layout_rewrite
+
+    func, reference = workloads.get("conv2d_nchw", CI=6, H=7, W=9, CO=1000, kernel=1, padding=0)
+    sch, fired, target = schedule(func, simd_width)
+    assert fired["conv2d_nchw"] == "Conv"
+    lanes = simd_width // 32
+    packed = [b for b in sch.func.body.block.alloc_buffers if b.name.startswith("weight")]
+    assert [b.shape[-1].value for b in packed] == [lanes]  # one stage: padded and packed
+    assert split_layout_rewrite(sch.func) is not None
+    kernel = schedlab.build(sch.mod, target=target)
+    update = kernel.source.split("for (int32_t rc")[1].split("}")[0]
+    assert "#pragma omp simd" not in update and f"sl_load_float32x{lanes}(weight" in update
+    args = workloads.make_args(func, seed=2)
+    kernel(*args)
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
 
 
 def test_conv_axes_roles():

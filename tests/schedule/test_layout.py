@@ -454,7 +454,7 @@ def test_pad_einsum_errors_keep_state():
     sch = Schedule(conv)
     conv_block = sch.get_block("conv2d_nchw")
     assert_error_keeps_state(sch, lambda: sch.pad_einsum(conv_block, [1, 4, 4, 4, 1, 1, 1]),
-                             NotEinsumError, "iter vars or constants")  # fmt: skip
+                             NotEinsumError, "index a dimension by itself")  # fmt: skip
     gemm = workloads.get("gemm", M=6, N=6, K=6)[0]
     sch = Schedule(gemm)
     block = sch.get_block("C")
@@ -462,6 +462,17 @@ def test_pad_einsum_errors_keep_state():
     sch.split(i, [2, 3])
     assert_error_keeps_state(sch, lambda: sch.pad_einsum(block, [4, 4, 4]),
                              NotTrivialBindingError)  # fmt: skip
+
+
+def test_pad_einsum_pads_a_convolution_along_its_channels():
+    """The output channels index only the weight and the output by themselves; the input's
+    `h + ry` stays as it is (no copy of the input)."""
+    conv, reference = workloads.get("conv2d_nchw", N=1, CI=3, CO=5, H=7, W=6, kernel=3)
+    sch = Schedule(conv)
+    sch.pad_einsum(sch.get_block("conv2d_nchw"), [1, 8, 1, 1, 1, 1, 1])
+    names = {b.name for b in sch.func.body.block.alloc_buffers}
+    assert {"weight_pad", "conv2d_nchw_pad"} <= names and "data_pad" not in names
+    assert_same_numerics(conv, sch.func)
 
 
 def test_pad_einsum_refuses_nonlinear_factor_of_padded_data():

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import Buffer, BufferRegion
-from schedlab.ir.functor import post_order_visit
+from schedlab.ir.functor import collect_vars, post_order_visit
 from schedlab.ir.op import const, if_then_else, logical_and
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, IterType, IterVar, SeqStmt
+from schedlab.ir.structural import structural_equal
 
 from ..errors import ScheduleError
 from ..state import ScheduleState
 
 
 class NotEinsumError(ScheduleError):
-    """The block is not an einsum (one store; indices are iter vars or constants, each buffer
-    dimension always indexed the same way), or padding it would change its result."""
+    """The block is not an einsum (one store; each buffer dimension always indexed the same
+    way, a padded axis only by itself), or padding it would change its result."""
 
 
 def pad_einsum_state(state: ScheduleState, block: Block, loops: list[For],
@@ -31,6 +32,7 @@ def pad_einsum_state(state: ScheduleState, block: Block, loops: list[For],
     if not padded:
         return state  # every extent is already a multiple: nothing to pad
     out = store.buffer
+    _check_expression_indices(block, dims, padded, out)
     grown = [b for b, d in dims.values() if any(_is_var(v) and id(v) in padded for v in d)]
     grown = [b for b in grown if b is not out] + [b for b in grown if b is out]  # inputs first
     if any(b is out for b in grown):
@@ -90,15 +92,14 @@ def _buffer_dims(block: Block, store: BufferStore) -> dict[int, tuple[Buffer, li
     def record(buffer: Buffer, indices) -> None:
         pattern = []
         for index in indices:
-            if (isinstance(index, E.Var) and id(index) in iter_ids) or isinstance(index, E.IntImm):
-                pattern.append(index)
-            else:
+            if isinstance(index, E.Var) and id(index) not in iter_ids:
                 raise NotEinsumError(
-                    f"block {block.name_hint} indexes {buffer.name} with {index}; an "
-                    "einsum indexes buffers with iter vars or constants only", [block],
+                    f"block {block.name_hint} indexes {buffer.name} with {index}, which is "
+                    "not one of its iter vars", [block],
                 )  # fmt: skip
+            pattern.append(index)  # an iter var, a constant, or an expression (checked later)
         known = dims.get(id(buffer))
-        if known is not None and [_key(v) for v in known[1]] != [_key(v) for v in pattern]:
+        if known is not None and not _same_pattern(known[1], pattern):
             raise NotEinsumError(
                 f"block {block.name_hint} indexes {buffer.name} in two different "
                 "ways; an einsum indexes each buffer dimension with one iter var", [block],
@@ -114,6 +115,36 @@ def _buffer_dims(block: Block, store: BufferStore) -> dict[int, tuple[Buffer, li
         if stmt is not None:
             post_order_visit(stmt.value, visit)
     return dims
+
+
+def _same_pattern(a, b) -> bool:
+    return len(a) == len(b) and all(
+        _key(x) == _key(y) if _is_var(x) or _is_var(y) else structural_equal(x, y)
+        for x, y in zip(a, b)
+    )
+
+
+def _check_expression_indices(block: Block, dims, padded: set, out: Buffer) -> None:
+    """An index that is neither an iter var nor a constant (a convolution's `h + ry`) is
+    allowed where no padded axis appears in it, and not in a padded output (the crop copies
+    the output back by its iter vars)."""
+    for buffer, pattern in dims.values():
+        for index in pattern:
+            if _is_var(index) or isinstance(index, E.IntImm):
+                continue
+            uses_padded = [v for v in collect_vars(index) if id(v) in padded]
+            if uses_padded:
+                raise NotEinsumError(
+                    f"block {block.name_hint} indexes {buffer.name} with {index}, which "
+                    f"uses the padded axis {uses_padded[0].name}; a padded axis may only "
+                    "index a dimension by itself", [block],
+                )  # fmt: skip
+            grows = any(_is_var(v) and id(v) in padded for v in pattern)
+            if buffer is out and grows:
+                raise NotEinsumError(
+                    f"block {block.name_hint} writes {buffer.name} at {index}; a padded "
+                    "output must be indexed by iter vars or constants", [block],
+                )  # fmt: skip
 
 
 def _padded_extents(block: Block, factors: list[int]) -> list[int]:

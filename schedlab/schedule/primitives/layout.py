@@ -415,8 +415,10 @@ def pad_einsum(ctx: PrimitiveContext, block: Block, padding: list):
     Preconditions:
     - the block's iter values are exactly the loops above it, which contain only this block,
       and every domain starts at 0;
-    - the block is an einsum: its body is one store, every buffer index is an iter var or a
-      constant, and each buffer dimension is always indexed by the same iter var;
+    - the block is an einsum: its body is one store and each buffer dimension is always
+      indexed the same way; a padded axis indexes a dimension only by itself (other indices,
+      such as a convolution's `h + ry`, may be any expression of the unpadded axes), and a
+      padded output is indexed by iter vars or constants;
     - an output that grows is written completely by the block (it has an init, or does not
       read the output);
     - padding a reduction axis needs a sum of products (`C = C + A * B`) in which some
