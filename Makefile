@@ -25,7 +25,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml extensions/schedlab_pool/pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]' -e extensions/schedlab_pool
+	$(BIN)/pip install -q -e '.[dev,cuda,opencl]' -e extensions/schedlab_pool
 	touch $(STAMP)
 
 venv: $(STAMP)

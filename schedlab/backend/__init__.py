@@ -1,4 +1,5 @@
-"""Code generation backends, one per target kind (`cpu` now; `cuda`, `rocm`, `adreno` later).
+"""Code generation backends, one per target kind: cpu, cuda (PTX by NVRTC), opencl and adreno
+(pyopencl), rocm (HIP rendered; building needs hipcc).
 
 A backend is a module with `build_module(lowered: IRModule, target) -> Library`, where
 `Library.kernel(name, original=None)` returns a callable `schedlab.backend.build.Kernel`.
@@ -13,7 +14,13 @@ from types import ModuleType
 from schedlab.errors import LoweringError
 
 # target kind -> module implementing it (imported on first use)
-_BACKENDS: dict[str, str] = {"cpu": "schedlab.backend.cpu"}
+_BACKENDS: dict[str, str] = {
+    "cpu": "schedlab.backend.cpu",
+    "cuda": "schedlab.backend.cuda",
+    "rocm": "schedlab.backend.rocm",
+    "opencl": "schedlab.backend.opencl",
+    "adreno": "schedlab.backend.opencl",  # OpenCL C; texture memory comes later
+}
 
 
 def register_backend(kind: str, module: str) -> None:

@@ -6,7 +6,7 @@
 Each root block of each PrimFunc not marked "tir.is_scheduled" gets the first rule that matches
 it; the result is marked scheduled and its attr "dlight.rules" names the rule per block."""
 
-from . import cpu
+from . import cpu, gpu
 from .analysis import BlockInfo, GemmAxes, block_info, dense_suffix, gemm_axes
 from .base import (
     RULES_ATTR,
@@ -20,6 +20,7 @@ from .base import (
 
 __all__ = [
     "RULES_ATTR", "SCHEDULED_ATTR", "ApplyDefaultSchedule", "BlockInfo", "GemmAxes",
-    "ScheduleRule", "block_info", "cpu", "dense_suffix", "gemm_axes", "is_scheduled", "rules_of",
+    "ScheduleRule", "block_info", "cpu", "dense_suffix", "gemm_axes", "gpu", "is_scheduled",
+    "rules_of",
     "schedule_func",
 ]  # fmt: skip

@@ -14,6 +14,7 @@ from schedlab.ir.verify import verify
 
 from .compact_buffer import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
+from .gpu_pipeline import GPU_KINDS, gpu_lower_passes
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
 from .plan_buffer_location import PlanAndUpdateBufferAllocationLocation
@@ -23,17 +24,19 @@ from .unroll_loop import UnrollLoop
 from .vectorize_loop import VectorizeLoop
 from .verify import verify_lowered
 
-# target kinds with a lowering pipeline (GPU kinds join with their backends and thread passes)
+# target kinds with the CPU lowering pipeline (GPU kinds: gpu_pipeline.py)
 _CPU_KINDS = ("cpu", "c", "llvm")
 
 
 def lower_passes(target="cpu") -> list[Pass]:
     """The passes that lower a TensorIR PrimFunc for `target` (a kind name or a Target)."""
     kind = _target_kind(target)
+    if kind in GPU_KINDS:
+        return gpu_lower_passes(target)
     if kind not in _CPU_KINDS:
         raise LoweringError(
             f"lower: no lowering pipeline for target kind {kind!r} yet "
-            f"(available: {', '.join(_CPU_KINDS)})"
+            f"(available: {', '.join(_CPU_KINDS + GPU_KINDS)})"
         )
     return [
         # reduction inits: hoisted before the reduction loops where legal, else `if k == 0`

@@ -7,7 +7,6 @@ import pytest
 import schedlab
 from schedlab import te
 from schedlab.backend import get_backend
-from schedlab.errors import LoweringError
 from schedlab.ir import Allocate, BufferStore, IRModule, Var
 from schedlab.ir.buffer import decl_buffer
 from schedlab.ir.transform import PassContext, PassRecorder
@@ -138,8 +137,8 @@ def test_build_selects_a_function_of_a_module():
 def test_unknown_target_and_missing_backend():
     with pytest.raises(ValueError, match="valid kinds"):
         schedlab.build(_te_gemm(2, 2, 2), target="vulkan")
-    with pytest.raises(LoweringError, match="no backend for target kind 'cuda'"):
-        get_backend("cuda")
+    assert get_backend("cuda").__name__ == "schedlab.backend.cuda"
+    assert get_backend("adreno").__name__ == "schedlab.backend.opencl"
 
 
 def test_checked_once_launch_checks_each_new_signature_and_every_overlap(gemm_kernel):

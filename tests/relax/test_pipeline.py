@@ -37,11 +37,17 @@ def test_default_build_ends_in_vm_form():
     assert "planned_peak_bytes" in main.attrs
 
 
-def test_unknown_pipeline_and_target():
+def test_unknown_pipeline_and_target(monkeypatch):
     with pytest.raises(ValueError, match=r"unknown pipeline 'fast'; known: zero, default_build"):
         get_pipeline("fast")
-    with pytest.raises(LoweringError, match="no graph pipeline for target kind 'cuda'"):
-        get_default_pipeline(Target("cuda"))
+    assert "ApplyDefaultSchedule" in [p.name for p in get_default_pipeline("cuda").passes]
+
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+
+    monkeypatch.setattr("schedlab.relax.pipeline.importlib.import_module", missing)
+    with pytest.raises(LoweringError, match="no graph pipeline for target kind 'rocm'"):
+        get_default_pipeline(Target("rocm"))
 
 
 def test_cpu_phases_are_flat_pass_lists():

@@ -128,8 +128,8 @@ def test_lower_takes_modules_and_checks_arguments():
     assert sorted(mod) == ["a", "b"]
     with pytest.raises(TypeError, match="func_or_mod"):
         lower("gemm")
-    with pytest.raises(LoweringError, match="cuda"):
-        lower(func, target="cuda")
+    with pytest.raises(LoweringError, match="metal"):
+        lower(func, target="metal")
 
 
 def _lowered_func(body, buffers):

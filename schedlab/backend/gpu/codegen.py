@@ -1,0 +1,237 @@
+"""GPU dialects of the C-family renderer: CUDA C, HIP and OpenCL C.
+
+Each is a token table over `CFamilyRenderer` (schedlab/backend/c_family.py), which renders the
+loops, expressions, names and helpers for every C-like target; what differs is here: kernel
+qualifiers, address spaces, thread indices, the barrier, math names and a preamble in place of
+the C headers the device compilers lack (NVRTC and OpenCL C have no <stdint.h>).
+
+Input is the kernels of `schedlab.transform.lower(func, gpu_target)`: one `__global__` /
+`__kernel` function per kernel, returning void, its launch sizes in a comment:
+
+    // launch: grid (3, 3, 1), block (16, 16, 1)
+    extern "C" __global__ void __launch_bounds__(256) gemm_kernel(float* __restrict__ C, ...) {
+      __shared__ float A_shared[256];
+      int32_t i_0 = (int32_t)blockIdx.y;
+      ...
+      __syncthreads();
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from schedlab.errors import LoweringError
+from schedlab.ir import expr as E
+from schedlab.ir import stmt as S
+from schedlab.transform.thread_binding import BARRIER, BLOCK_SCOPES, THREAD_INDEX, scope_of
+
+from ..c_family import CFamilyRenderer, RenderedFunction, RenderedModule
+from ..c_names import C_KEYWORDS, C_LIBRARY
+
+_INT_TYPES = """\
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef {long64} int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned {long64} uint64_t;
+#define INT64_C(c) c##{suffix}
+#define UINT64_C(c) c##U{suffix}
+#define INT64_MIN (-INT64_C(9223372036854775807) - 1)"""
+
+_CUDA_PREAMBLE = (
+    _INT_TYPES.format(long64="long long", suffix="LL")
+    + """
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define memcpy(dst, src, n) __builtin_memcpy(dst, src, n)"""
+)
+
+_OPENCL_PREAMBLE = _INT_TYPES.format(long64="long", suffix="L")
+
+CPP_KEYWORDS = frozenset("""
+class delete new operator private protected public template this throw try catch using
+virtual namespace friend mutable explicit typename export nullptr constexpr decltype
+noexcept static_assert thread_local alignas alignof char16_t char32_t wchar_t
+""".split())  # fmt: skip
+CUDA_NAMES = frozenset("""
+gridDim warpSize dim3 int2 int3 int4 float2 float3 float4 double2 half
+__syncthreads __shared__ __global__ __device__ __restrict__ __launch_bounds__
+""".split())  # fmt: skip
+OPENCL_NAMES = frozenset("""
+kernel global local constant private read_only write_only read_write half uchar ushort uint
+ulong float2 float4 float8 float16 int2 int4 image2d_t image3d_t sampler_t event_t barrier
+get_group_id get_local_id get_global_id get_local_size get_num_groups rint mad fma
+""".split())  # fmt: skip
+
+
+class GpuRenderer(CFamilyRenderer):
+    """What the GPU dialects share: kernels return nothing, thread indices and the barrier come
+    from the lowered intrinsics, scratch arrays have constant sizes (no heap on the device)."""
+
+    headers: tuple[str, ...] = ()
+    return_type = "void"
+    dialect = "gpu"
+    shared_qualifier = ""
+    helper_qualifier = "static inline"  # how the prelude's helpers are declared
+    thread_index: dict[str, str] = {}
+
+    def render(self, mod) -> RenderedModule:
+        rendered = super().render(mod)
+        if self.helper_qualifier != "static inline":
+            rendered.source = rendered.source.replace("static inline ", self.helper_qualifier + " ")
+        return rendered
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def function_prologue(self, info: RenderedFunction) -> list[str]:
+        return []
+
+    def function_epilogue(self, info: RenderedFunction) -> list[str]:
+        return []
+
+    def _render_function(self, func, name, symbol, symbols):
+        lines, info = super()._render_function(func, name, symbol, symbols)
+        grid, block = launch_dims(func)
+        lines.insert(1, f"// launch: grid ({', '.join(grid)}), block ({', '.join(block)})")
+        info.last_line += 1
+        info.loop_lines = {
+            uid: dataclasses.replace(
+                span, first=span.first + 1, header=span.header + 1, last=span.last + 1
+            )
+            for uid, span in info.loop_lines.items()
+        }
+        return lines, info
+
+    def local_array(self, ctype: str, name: str, count: int, buffer) -> str:
+        qualifier = self.shared_qualifier if scope_of(buffer) in BLOCK_SCOPES else ""
+        return f"{qualifier}{ctype} {name}[{max(count, 1)}];"
+
+    def _allocate(self, node: S.Allocate) -> None:
+        buffer = node.buffer
+        count = 1
+        for extent in buffer.shape:
+            if not isinstance(extent, E.IntImm):
+                raise LoweringError(
+                    f"buffer {buffer.name} ({scope_of(buffer)}) has the run-time size "
+                    f"{tuple(buffer.shape)} inside a {self.dialect} kernel; device scratch "
+                    "needs a constant size (compact it to a constant tile)"
+                )
+            count *= extent.value
+        if scope_of(buffer) == "global":
+            raise LoweringError(
+                f"buffer {buffer.name} (global scope) is allocated inside a {self.dialect} "
+                "kernel: give it scope 'shared' or 'local' (set_scope), or bind the stages "
+                "that use it to separate kernels"
+            )
+        ctype = self.storage_ctype(buffer.dtype)
+        name = self.names.declare(buffer.data, buffer.name)
+        self._ptr_types[id(buffer.data)] = ctype
+        self.emit(self.local_array(ctype, name, count, buffer))
+        self.stmt(node.body)
+
+    def loop_style(self, loop: S.For):
+        if loop.kind == S.ForKind.UNROLLED and self.unroll_pragma:
+            return "unroll", [self.unroll_pragma], ""
+        if loop.kind == S.ForKind.PARALLEL:
+            return "serial", [], "parallel kind runs serially inside a GPU thread"
+        return super().loop_style(loop)
+
+    unroll_pragma = ""
+
+    # -- expressions ----------------------------------------------------------------------------
+    def _e_Call(self, node):
+        if node.op == THREAD_INDEX:
+            tag = node.args[0].value
+            return f"(int32_t){self.thread_index[tag]}", 15  # a cast: unary precedence
+        if node.op == BARRIER:
+            return self.barrier_call, 16
+        return super()._e_Call(node)
+
+    def known_nonneg(self, node) -> bool:
+        if isinstance(node, E.Call) and node.op == THREAD_INDEX:
+            return True
+        return super().known_nonneg(node)
+
+
+def launch_dims(func) -> tuple[list[str], list[str]]:
+    """(grid, block) sizes of a lowered kernel as text, x/y/z."""
+    launch = func.attrs.get("gpu.launch", {})
+
+    def dims(prefix):
+        return [str(launch.get(f"{prefix}.{axis}", 1)) for axis in "xyz"]
+
+    return dims("blockIdx"), dims("threadIdx")
+
+
+def threads_per_block(func) -> int:
+    launch = func.attrs.get("gpu.launch", {})
+    total = 1
+    for axis in "xyz":
+        extent = launch.get(f"threadIdx.{axis}")
+        total *= extent.value if extent is not None else 1
+    return total
+
+
+class CudaRenderer(GpuRenderer):
+    """CUDA C for NVRTC / nvcc."""
+
+    dialect = "CUDA"
+    preamble = _CUDA_PREAMBLE
+    kernel_prefix = 'extern "C" __global__ '
+    restrict = "__restrict__"
+    shared_qualifier = "__shared__ "
+    helper_qualifier = "static __device__ inline"
+    barrier_call = "__syncthreads()"
+    unroll_pragma = "#pragma unroll"
+    thread_index = {f"{kind}.{axis}": f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx")
+                    for axis in "xyz"}  # fmt: skip
+    reserved_words = C_KEYWORDS | C_LIBRARY | CPP_KEYWORDS | CUDA_NAMES
+
+    @property
+    def return_type(self) -> str:  # TVM's form: `__global__ void __launch_bounds__(N) f(...)`
+        return f"void __launch_bounds__({threads_per_block(self.func)})"
+
+
+class HipRenderer(CudaRenderer):
+    """HIP C++ for hipcc / hipRTC: CUDA's tokens with HIP's header."""
+
+    dialect = "HIP"
+    headers = ("<hip/hip_runtime.h>",)
+    preamble = _CUDA_PREAMBLE.replace("#define INFINITY", "#undef INFINITY\n#define INFINITY")
+
+
+class OpenCLRenderer(GpuRenderer):
+    """OpenCL C 1.2 (PoCL, vendor drivers; the Adreno backend)."""
+
+    dialect = "OpenCL"
+    preamble = _OPENCL_PREAMBLE
+    kernel_prefix = "__kernel "
+    buffer_qualifier = "__global "
+    restrict = "restrict"
+    shared_qualifier = "__local "
+    barrier_call = "barrier(CLK_LOCAL_MEM_FENCE)"
+    unroll_pragma = "__attribute__((opencl_unroll_hint))"
+    thread_index = {
+        **{f"blockIdx.{a}": f"get_group_id({i})" for i, a in enumerate("xyz")},
+        **{f"threadIdx.{a}": f"get_local_id({i})" for i, a in enumerate("xyz")},
+    }
+    reserved_words = C_KEYWORDS | C_LIBRARY | OPENCL_NAMES
+
+    def loop_style(self, loop: S.For):
+        style, pragmas, note = super().loop_style(loop)
+        if style == "unroll":  # the hint is an attribute before the loop, not a pragma line
+            return style, [], note
+        return style, pragmas, note
+
+    def math_function(self, name: str, dtype) -> str:
+        """OpenCL's math functions are overloaded by type: `exp`, not `expf`."""
+        return {"nearbyint": "rint"}.get(name, name)
+
+    def likely(self, condition: str) -> str:
+        return condition
+
+
+__all__ = ["GpuRenderer", "CudaRenderer", "HipRenderer", "OpenCLRenderer", "launch_dims",
+           "threads_per_block"]  # fmt: skip
