@@ -343,6 +343,10 @@ class ExprGen:
             return self.if_then_else(node, ctx)
         if node.op == "likely":
             return self.expr(node.args[0], ctx)
+        if node.op == "tvm_storage_sync":
+            # a GPU barrier: running thread loops one after another is the sequential
+            # semantics of barrier-separated phases, so it has nothing left to do
+            return Code("None", node.dtype, False)
         args = [self.expr(a, ctx) for a in node.args]
         varying = any(a.varying for a in args)
         if node.op == "abs" and not node.dtype.is_float:
