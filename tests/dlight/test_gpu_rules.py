@@ -137,3 +137,22 @@ def test_gpu_default_pipeline_schedules_with_the_gpu_rules():
     for kind in ("cuda", "rocm", "opencl", "adreno"):
         names = [p.name for p in get_default_pipeline(kind).passes]
         assert "ApplyDefaultSchedule" in names and "FoldLayoutRewrite" not in names
+
+
+def test_symbolic_sizes_give_a_grid_computed_at_launch():
+    from schedlab import te
+
+    n = te.var("n")
+    A = te.placeholder((n, 3), name="A")
+    B = te.compute((n, 3), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    sch, fired = schedule_func(te.create_prim_func([A, B]), gpu.default_rules(), H100)
+    assert fired == {"B": "Elementwise"}
+    (kernel,) = lower(sch.func, H100).functions().values()
+    assert str(kernel.attrs["gpu.launch"]["blockIdx.x"]) == "(n * 3 + 255) // 256"
+    if _opencl_ready():
+        built = schedlab.build(sch.func, "opencl")
+        for size in (5, 300):
+            a = np.random.default_rng(size).random((size, 3), dtype="float32")
+            b = np.zeros_like(a)
+            built(a, b)
+            np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
