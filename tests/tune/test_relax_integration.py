@@ -134,8 +134,8 @@ def test_apply_database_sits_after_fusion_before_the_default_schedule(tuned):
     names = [p.name for p in get_default_pipeline("cpu", database=tuned[0]).passes]
     at = names.index("ApplyDatabase")
     assert names[:at] == [p.name for p in pre_schedule_passes("cpu")]
-    assert names[at - 2 : at + 2] == ["FuseTIR", "DeadCodeElimination", "ApplyDatabase",
-                                      "ApplyDefaultSchedule"]  # fmt: skip
+    assert names[at - 2 : at + 2] == ["DeadCodeElimination", "AttachLayoutFreeBuffers",
+                                      "ApplyDatabase", "ApplyDefaultSchedule"]  # fmt: skip
     assert names[:at] + names[at + 1 :] == plain
 
 
@@ -201,7 +201,7 @@ def test_static_shape_tuning_applies_the_work_dir_then_compile_finishes(tuned):
     db, sch = tuned
     mod = model()
     seq = get_pipeline("static_shape_tuning", target="cpu", total_trials=0, work_dir=db.work_dir)
-    assert [p.name for p in seq.passes][-2:] == ["DeadCodeElimination", "ApplyDatabase"]
+    assert [p.name for p in seq.passes][-2:] == ["AttachLayoutFreeBuffers", "ApplyDatabase"]
     tuned_mod = seq(mod)
     assert tuned_mod[MATMUL].attrs[FROM_DATABASE_ATTR]
     assert "tir.is_scheduled" not in tuned_mod["fused_nn_conv2d_nn_relu1"].attrs

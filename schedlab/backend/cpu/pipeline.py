@@ -27,6 +27,7 @@ def legalize_passes(target: Target) -> list[Pass]:
         T.FuseOps(),  # group producer/consumer chains into fused graph functions
         T.FuseTIR(),  # each group -> one PrimFunc
         T.DeadCodeElimination(),  # drop the now-unused originals
+        T.AttachLayoutFreeBuffers(),  # constant weights marked: their packing is free
         # tuning hooks in here: extract_tasks stops before this pass, ApplyDatabase goes in
         # just before it (schedlab.relax.pipeline.SCHEDULE_PASS names it)
         default_schedule(target),  # dlight CPU rules on every PrimFunc not yet scheduled

@@ -25,6 +25,10 @@ from schedlab.ir.stmt import Block, BufferStore, IterType
 from schedlab.schedule.errors import ScheduleError
 from schedlab.schedule.index_map import IndexMap
 
+# TVM's attribute: the indices of a kernel's parameters that are constants at every call (set
+# by relax's AttachLayoutFreeBuffers), whose packing FoldLayoutRewrite runs at compile time
+LAYOUT_FREE_ATTR = "layout_free_buffers"
+
 MIN_PACKED_BYTES = 64 * 1024  # below this, the copy's loop overhead buys nothing
 MIN_REUSE = 32  # iterations of the loops that reuse the packed copy (gemm: the rows M)
 
@@ -36,6 +40,7 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
     written = _written_buffers(sch.func)
     params = {buf for buf in sch.func.buffer_map.values()}
     params |= set(padded_params(sch))  # zero-padded copies of parameters (`pad_einsum`)
+    free = layout_free(sch)
     for block_rv in _leaf_blocks(sch):
         block = sch.get(block_rv)
         if not any(iv.iter_type == IterType.REDUCE for iv in block.iter_vars):
@@ -48,7 +53,12 @@ def packed_layouts(sch) -> list[tuple[str, int, list[tuple[int, int, int]]]]:
             if buffer not in params or (buffer in written and buffer not in padded_params(sch)):
                 continue
             axes = _axes(block, buffer, binding, loops)
-            if axes is None or _reuse(loops, axes) < MIN_REUSE:
+            if axes is None:
+                continue
+            if buffer in free:  # a constant weight: the copy runs at compile time
+                found.append((block.name_hint, index, axes))
+                continue
+            if _reuse(loops, axes) < MIN_REUSE:
                 continue
             # a vector read across rows (a conv weight read along its output channels) gathers
             # one element per lane unless packed, whatever its size
@@ -72,9 +82,24 @@ def pack_vector_operands(sch) -> bool:
     return True
 
 
+def layout_free(sch) -> set:
+    """The parameters every call passes a constant (the `layout_free_buffers` attribute the
+    graph pipeline sets), with their zero-padded copies."""
+    func = sch.func
+    indices = func.attrs.get(LAYOUT_FREE_ATTR, ()) if func.attrs else ()
+    free = {func.buffer_map[func.params[i]] for i in indices
+            if i < len(func.params) and func.params[i] in func.buffer_map}  # fmt: skip
+    return free | {pad for pad, (_, source) in _padded_sources(sch).items() if source in free}
+
+
 def padded_params(sch) -> dict:
     """{buffer: its producer's name} for each buffer one block fills as a zero-padded copy of
     a parameter (`pad[v] = if_then_else(v < n, P[v], 0)`, what `pad_einsum` makes)."""
+    return {pad: name for pad, (name, _) in _padded_sources(sch).items()}
+
+
+def _padded_sources(sch) -> dict:
+    """{padded buffer: (its producer's name, the parameter it copies)}."""
     params = set(sch.func.buffer_map.values())
     found, writers = {}, {}
     for block_rv in _leaf_blocks(sch):
@@ -89,7 +114,7 @@ def padded_params(sch) -> dict:
         if (isinstance(value, Call) and value.op == "if_then_else"
                 and isinstance(value.args[1], BufferLoad) and value.args[1].buffer in params
                 and isinstance(value.args[2], (IntImm, FloatImm))):  # fmt: skip
-            found[buffer] = blocks[0].name_hint
+            found[buffer] = (blocks[0].name_hint, value.args[1].buffer)
     return found
 
 

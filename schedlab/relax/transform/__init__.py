@@ -12,7 +12,7 @@ from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
-from .fold_layout_rewrite import FoldLayoutRewrite
+from .fold_layout_rewrite import AttachLayoutFreeBuffers, FoldLayoutRewrite
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeOps, legalize_call
@@ -21,8 +21,9 @@ from .static_plan_block_memory import StaticPlanBlockMemory
 from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
-    "AnnotateTIROpPattern", "analyze_op_pattern", "CanonicalizeBindings", "DeadCodeElimination",
-    "FoldConstant", "FoldLayoutRewrite", "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps",
+    "AnnotateTIROpPattern", "analyze_op_pattern", "AttachLayoutFreeBuffers",
+    "CanonicalizeBindings", "DeadCodeElimination", "FoldConstant", "FoldLayoutRewrite",
+    "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps",
     "legalize_call", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize",
     "normalize_function",
 ]  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schedlab.dlight.cpu.packing import LAYOUT_FREE_ATTR
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.dtype import handle
 from schedlab.ir.expr import BufferLoad, Call, FloatImm, IntImm, Var
@@ -236,3 +237,37 @@ def FoldLayoutRewrite() -> Pass:  # noqa: N802 - a pass factory, named like TVM'
         return mod.update(added) if added else mod
 
     return fold_layout_rewrite
+
+
+def AttachLayoutFreeBuffers() -> Pass:  # noqa: N802 - TVM's name (AttachAttrLayoutFreeBuffers)
+    """Mark each kernel's parameters that every call passes a constant (a model's weights) in
+    the `layout_free_buffers` attribute, before the schedules are made: packing such a weight
+    costs nothing at run time (FoldLayoutRewrite runs the copy at compile time), so the
+    default rules pack it even when a call reuses it little (a 1 x 2048 x 1000 classifier)."""
+
+    @module_pass(name="AttachLayoutFreeBuffers")
+    def attach_layout_free_buffers(mod: IRModule) -> IRModule:
+        """Set `layout_free_buffers` on kernels whose weight-like parameters are constants."""
+        constant: dict[str, list[bool]] = {}
+
+        def visit(node):
+            if not (isinstance(node, X.Call) and node.op == CALL_TIR):
+                return
+            if not isinstance(node.args[0], X.GlobalVar) or not isinstance(node.args[1], X.Tuple):
+                return
+            flags = [isinstance(a, X.Constant) for a in node.args[1].fields]
+            known = constant.setdefault(node.args[0].name_hint, flags)
+            constant[node.args[0].name_hint] = [a and b for a, b in zip(known, flags)]
+
+        for func in mod.values():
+            if isinstance(func, X.Function):
+                post_order_visit(func, visit)
+        updated = {}
+        for name, flags in constant.items():
+            func = mod.get(name)
+            indices = tuple(i for i, flag in enumerate(flags) if flag)
+            if isinstance(func, PrimFunc) and indices:
+                updated[name] = func.with_attr(LAYOUT_FREE_ATTR, indices)
+        return mod.update(updated) if updated else mod
+
+    return attach_layout_free_buffers

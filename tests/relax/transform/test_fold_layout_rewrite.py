@@ -87,3 +87,44 @@ def test_weight_given_at_run_time_keeps_the_packing_kernel():
     x = np.random.default_rng(0).standard_normal((1, 4, 10, 13)).astype("float32")
     got = np.asarray(VirtualMachine(executable)["main"](x, w))
     np.testing.assert_allclose(got, reference_conv(x, w), rtol=1e-4, atol=1e-4)
+
+
+def dense_model(rows: int, weight_is_input: bool):
+    """x[rows, 96] @ w[96, 40] + b, the weight a constant or an input."""
+    rng = np.random.default_rng(4)
+    w, b = rng.standard_normal((96, 40)).astype("float32"), rng.standard_normal(40).astype("f4")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 96])]
+    initializers = [numpy_helper.from_array(b, "b")]
+    if weight_is_input:
+        inputs.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [96, 40]))
+    else:
+        initializers.append(numpy_helper.from_array(w, "w"))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]),
+             helper.make_node("Add", ["y", "b"], ["z"])]  # fmt: skip
+    out = helper.make_tensor_value_info("z", TensorProto.FLOAT, [rows, 40])
+    graph = helper.make_graph(nodes, "dense", inputs, [out], initializer=initializers)
+    return from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])), w, b
+
+
+def test_constant_weights_are_marked_layout_free_and_packed_even_for_one_row():
+    """One row reuses the weight once, too little to pack it at every call; as a constant its
+    packing is free (folded at compile time), so AttachLayoutFreeBuffers marks it and the
+    Matmul rule packs it (N = 40 padded to whole panels on the way)."""
+    from schedlab.relax import transform as T
+
+    mod, w, b = dense_model(1, weight_is_input=False)
+    marked = T.AttachLayoutFreeBuffers()(T.FuseTIR()(T.FuseOps()(T.AnnotateTIROpPattern()(
+        T.LegalizeOps()(mod)))))  # fmt: skip
+    kernels = [f for f in marked.values() if isinstance(f, schedlab.PrimFunc)]
+    marks = [f.attrs.get("layout_free_buffers") for f in kernels]
+    assert [m for m in marks if m is not None] == [(1, 2)]  # the fused kernel's w and b
+    executable = schedlab.compile(mod, "cpu")
+    assert any(n.endswith("_packed") for n in kernel_names(executable))
+    x = np.random.default_rng(1).standard_normal((1, 96)).astype("float32")
+    got = np.asarray(VirtualMachine(executable)["main"](x))
+    np.testing.assert_allclose(got, x @ w + b, rtol=1e-4, atol=1e-4)
+    mod, w, b = dense_model(1, weight_is_input=True)
+    executable = schedlab.compile(mod, "cpu")
+    assert not any(n.endswith("_packed") for n in kernel_names(executable))
+    got = np.asarray(VirtualMachine(executable)["main"](x, w))
+    np.testing.assert_allclose(got, x @ w + b, rtol=1e-4, atol=1e-4)
