@@ -12,6 +12,7 @@ from __future__ import annotations
 from schedlab.ir.transform import Pass
 
 from .compact_buffer import CompactBufferAllocation
+from .cross_thread_reduction import LowerCrossThreadReduction
 from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
@@ -29,6 +30,9 @@ GPU_KINDS = ("cuda", "rocm", "opencl", "adreno")
 def gpu_lower_passes(target) -> list[Pass]:
     """The passes that lower a GPU-scheduled PrimFunc for `target` (a GPU Target or kind)."""
     return [
+        # reductions split over threads -> in-thread parts, then a shared-memory tree or warp
+        # shuffles (cuda, rocm) to combine them, then one thread's write-back
+        LowerCrossThreadReduction(target),
         # reduction inits: hoisted before the reduction loops where legal, else `if k == 0`
         LowerInitBlock(),
         # allocate each intermediate at the deepest loop/block enclosing all of its uses

@@ -10,11 +10,13 @@ import pytest
 
 import schedlab
 from schedlab import dlight, workloads
+from schedlab.backend.gpu import CudaRenderer, HipRenderer, OpenCLRenderer
 from schedlab.dlight import gpu
 from schedlab.dlight.base import schedule_func
 from schedlab.ir.function import IRModule
 from schedlab.ir.functor import post_order_visit
 from schedlab.ir.stmt import For
+from schedlab.schedule import Schedule
 from schedlab.target import Target
 from schedlab.transform import lower
 
@@ -103,8 +105,12 @@ def default_gpu_schedule(func, target=H100):
     [
         ("gemm", {"C": "Matmul"}),
         ("batch_matmul", {"C": "Matmul"}),
-        ("transpose", {"T_transpose": "Elementwise"}),
-        ("softmax", {"T_softmax_maxelem": "Fallback", "T_softmax_norm": "Elementwise"}),
+        ("gemv", {"y": "GEMV"}),
+        ("transpose", {"T_transpose": "Transpose"}),
+        ("softmax", {"T_softmax_maxelem": "Reduction", "T_softmax_norm": "Elementwise"}),
+        ("layer_norm", {"T_sum": "Reduction", "T_var_sum": "Reduction"}),
+        ("rms_norm", {"T_sq_sum": "Reduction"}),
+        ("max_pool2d_nchw", {"pool_max": "Fallback"}),  # a 3x3 window: too short to share
     ],
 )
 def test_default_gpu_rules(name, rules):
@@ -156,3 +162,110 @@ def test_symbolic_sizes_give_a_grid_computed_at_launch():
             b = np.zeros_like(a)
             built(a, b)
             np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
+
+
+# -- the rules whose threads cooperate on a reduction -------------------------------------------
+def default_scheduled(name: str, target=H100, **sizes):
+    func, reference = workloads.get(name, **(sizes or ODD_SIZES[name]))
+    sch, fired = schedule_func(func, gpu.default_rules(), target, debug=True)
+    return sch.func, reference, fired
+
+
+@pytest.mark.parametrize("name", sorted(ODD_SIZES))
+def test_default_gpu_rules_on_every_workload(name):
+    """Every workload at odd sizes, scheduled by the default GPU rules: the interpreter and
+    OpenCL match numpy, and the CUDA schedule compiles to PTX."""
+    func, reference, _ = default_scheduled(name)
+    check(func, reference, name, lambda f, args: schedlab.interpret(f, *args))
+    if _nvrtc_ready():
+        kernel = schedlab.build(func, H100)
+        assert all(f".entry {launch.symbol}(" in kernel.ptx for launch in kernel.launches)
+    if _opencl_ready():
+        check(func, reference, name, lambda f, args: schedlab.build(f, "opencl")(*args))
+
+
+@pytest.mark.parametrize(
+    "name, sizes, threads",
+    [
+        ("reduce_sum", dict(M=3, N=37), 64),  # two warps, the second partly empty
+        ("reduce_max", dict(M=2, N=300), 256),  # 8 warps: shuffles, shared, shuffles
+        ("norm", dict(M=5, N=7), 64),  # a 0-d result of 35 elements: one block
+    ],
+)
+def test_cross_thread_reduction_with_rows_not_a_multiple_of_the_threads(name, sizes, threads):
+    func, reference, fired = default_scheduled(name, **sizes)
+    assert "Reduction" in fired.values()
+    kernels = list(lower(func, H100).functions().values())
+    launched = [getattr(k.attrs["gpu.launch"].get("threadIdx.x"), "value", 0) for k in kernels]
+    assert threads in launched
+    check(func, reference, name, lambda f, args: schedlab.interpret(f, *args))
+    cuda = CudaRenderer(H100).render(lower(func, H100)).source
+    assert "__shfl_down_sync(0xffffffffu, " in cuda
+    opencl = OpenCLRenderer(Target("opencl")).render(lower(func, "opencl")).source
+    assert "shfl" not in opencl and "barrier(CLK_LOCAL_MEM_FENCE);" in opencl
+    if _nvrtc_ready():
+        assert "shfl.sync.down" in schedlab.build(func, H100).ptx
+    if _opencl_ready():  # the shared-memory tree
+        check(func, reference, name, lambda f, args: schedlab.build(f, "opencl")(*args))
+
+
+def test_shuffles_use_the_target_warp():
+    func, _, _ = default_scheduled("reduce_sum", M=3, N=300)
+    mi300x = Target("mi300x")  # 64-wide wavefronts: HIP's __shfl_down without a mask
+    hip = HipRenderer(mi300x).render(lower(func, mi300x)).source
+    assert "__shfl_down(" in hip and ", 32, 64)" in hip and "__shfl_down_sync" not in hip
+    func, reference = workloads.get("reduce_sum", M=3, N=100)
+    sch = Schedule(func)
+    i, k = sch.get_loops(sch.get_block("A_red"))
+    ko, tx = sch.split(k, [None, 48])  # 48 threads: not whole warps -> the shared tree
+    sch.reorder(tx, ko)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    source = CudaRenderer(H100).render(lower(sch.func, H100)).source
+    assert "shfl" not in source and source.count("__syncthreads();") == 7  # 64 -> 1: 6 steps
+    if _opencl_ready():
+        check(sch.func, reference, "reduce_sum", lambda f, a: schedlab.build(f, "opencl")(*a))
+
+
+def test_gemv_tiles_outputs_and_splits_k():
+    func, reference, fired = default_scheduled("gemv", M=37, K=100)
+    assert fired == {"y": "GEMV"}
+    (kernel,) = lower(func, H100).functions().values()
+    launch = {tag: e.value for tag, e in kernel.attrs["gpu.launch"].items()}
+    assert launch == {"blockIdx.x": 5, "threadIdx.x": 32, "threadIdx.y": 8}  # 37 rows / 8
+    check(func, reference, "gemv", lambda f, args: schedlab.interpret(f, *args))
+    if _opencl_ready():  # one shared-memory row per threadIdx.y group
+        check(func, reference, "gemv", lambda f, args: schedlab.build(f, "opencl")(*args))
+
+
+def test_low_batch_gemm_is_a_gemv_and_larger_batches_a_matmul():
+    func, reference, fired = default_scheduled("gemm", M=3, N=21, K=40)
+    assert fired == {"C": "GEMV"}
+    check(func, reference, "gemm", lambda f, args: schedlab.interpret(f, *args))
+    if _opencl_ready():
+        check(func, reference, "gemm", lambda f, args: schedlab.build(f, "opencl")(*args))
+    assert default_scheduled("gemm", M=5, N=45, K=40)[2] == {"C": "Matmul"}
+
+
+def test_transpose_goes_through_a_padded_shared_tile():
+    func, reference, fired = default_scheduled("transpose", M=45, N=37)
+    assert fired == {"T_transpose": "Transpose"}
+    source = CudaRenderer(H100).render(lower(func, H100)).source
+    assert "__shared__ float A_shared[1055];" in source  # rows 33 apart: no bank conflicts
+    assert "// launch: grid (2, 2, 1), block (32, 8, 1)" in source
+    check(func, reference, "transpose", lambda f, args: schedlab.interpret(f, *args))
+    if _opencl_ready():
+        check(func, reference, "transpose", lambda f, args: schedlab.build(f, "opencl")(*args))
+
+
+def test_a_spatial_loop_under_a_thread_bound_reduction_is_refused():
+    from schedlab.errors import LoweringError
+
+    func, _ = workloads.get("reduce_sum", M=4, N=64)
+    sch = Schedule(func)
+    i, k = sch.get_loops(sch.get_block("A_red"))
+    ko, tx = sch.split(k, [None, 32])
+    sch.reorder(tx, i, ko)
+    sch.bind(tx, "threadIdx.x")
+    with pytest.raises(LoweringError, match="loop i is inside the reduction loop k_1 bound"):
+        lower(sch.func, H100)

@@ -23,6 +23,7 @@ import dataclasses
 from schedlab.errors import LoweringError
 from schedlab.ir import expr as E
 from schedlab.ir import stmt as S
+from schedlab.transform.cross_thread_reduction import SHUFFLE_DOWN
 from schedlab.transform.thread_binding import BARRIER, BLOCK_SCOPES, THREAD_INDEX, scope_of
 
 from ..c_family import CFamilyRenderer, RenderedFunction, RenderedModule
@@ -147,7 +148,16 @@ class GpuRenderer(CFamilyRenderer):
             return f"(int32_t){self.thread_index[tag]}", 15  # a cast: unary precedence
         if node.op == BARRIER:
             return self.barrier_call, 16
+        if node.op == SHUFFLE_DOWN:
+            value, offset, width = (self.expr(arg) for arg in node.args)
+            return self.shuffle_down(value, offset, width), 16
         return super()._e_Call(node)
+
+    def shuffle_down(self, value: str, offset: str, width: str) -> str:
+        raise LoweringError(
+            f"{self.dialect} has no warp shuffles: lower cross-thread reductions for it with "
+            "the shared-memory tree (LowerCrossThreadReduction with an OpenCL target)"
+        )
 
     def known_nonneg(self, node) -> bool:
         if isinstance(node, E.Call) and node.op == THREAD_INDEX:
@@ -189,6 +199,9 @@ class CudaRenderer(GpuRenderer):
                     for axis in "xyz"}  # fmt: skip
     reserved_words = C_KEYWORDS | C_LIBRARY | CPP_KEYWORDS | CUDA_NAMES
 
+    def shuffle_down(self, value: str, offset: str, width: str) -> str:
+        return f"__shfl_down_sync(0xffffffffu, {value}, {offset}, {width})"
+
     @property
     def return_type(self) -> str:  # TVM's form: `__global__ void __launch_bounds__(N) f(...)`
         return f"void __launch_bounds__({threads_per_block(self.func)})"
@@ -200,6 +213,9 @@ class HipRenderer(CudaRenderer):
     dialect = "HIP"
     headers = ("<hip/hip_runtime.h>",)
     preamble = _CUDA_PREAMBLE.replace("#define INFINITY", "#undef INFINITY\n#define INFINITY")
+
+    def shuffle_down(self, value: str, offset: str, width: str) -> str:
+        return f"__shfl_down({value}, {offset}, {width})"  # HIP's: no mask, wavefront-wide
 
 
 class OpenCLRenderer(GpuRenderer):

@@ -1,15 +1,28 @@
 """Default GPU schedule rules (TVM's dlight.gpu), tried in this order by `default_rules()`:
-`Matmul` (GEMM-like reductions: shared-memory tiles), `Elementwise` (injective blocks),
-`Fallback` (every other block: spatial loops fused and bound to blocks and threads)."""
+`GEMV` (matrix-vector and low-batch GEMM: a tile of outputs per block, threads split K),
+`Matmul` (GEMM-like reductions: shared-memory tiles), `GeneralReduction` (a row reduction and
+the blocks around it that share its rows, softmax / layer_norm / rms_norm, fused into one kernel
+with one thread block per row), `Reduction` (a single reduction: one thread block per output,
+threads cooperating), `Transpose` (shared-memory tile), `Elementwise` (injective blocks),
+`Fallback` (every other block: spatial loops fused and bound to blocks and threads).
+
+Rules whose threads split a reduction leave the combining of the threads' parts to the GPU
+lowering (schedlab.transform.cross_thread_reduction): warp shuffles on CUDA/HIP, a
+shared-memory tree on OpenCL."""
 
 from .elementwise import Elementwise
 from .fallback import Fallback
 from .matmul import Matmul
+from .reduction import GEMV, Reduction
+from .transpose import Transpose
+
+LowBatchGEMV = GEMV  # TVM has two classes; here one rule takes batches of 1 to 4 rows
 
 
 def default_rules() -> tuple:
     """Fresh instances of the GPU rules in first-match order, the fallback last."""
-    return (Matmul(), Elementwise(), Fallback())
+    return (GEMV(), Matmul(), Reduction(), Transpose(), Elementwise(), Fallback())
 
 
-__all__ = ["Elementwise", "Fallback", "Matmul", "default_rules"]
+__all__ = ["Elementwise", "Fallback", "GEMV", "LowBatchGEMV", "Matmul", "Reduction",
+           "Transpose", "default_rules"]  # fmt: skip
