@@ -128,13 +128,36 @@ def test_default_gpu_rules(name, rules):
 def test_matmul_rule_stages_tiles_in_shared_memory():
     func, _ = workloads.get("gemm", **ODD_SIZES["gemm"])
     kernel = schedlab.build(default_gpu_schedule(func), H100)
-    assert "__shared__ float A_shared[512];" in kernel.source
-    assert "__shared__ float B_shared[512];" in kernel.source
+    # sm_90: a 64 x 64 tile, clipped to the 37 x 45 matrix (37 x 16 of A, 16 x 45 of B)
+    assert "__shared__ float A_shared[592];" in kernel.source
+    assert "__shared__ float B_shared[720];" in kernel.source
     assert kernel.source.count("__syncthreads();") == 2
-    assert "float C_local[4];" in kernel.source
+    assert "float C_local[16];" in kernel.source
     shared = [line for line in kernel.ptx.splitlines() if line.strip().startswith(".shared")]
-    assert len(shared) == 2 and all("[2048]" in line for line in shared)
+    assert len(shared) == 2 and "[2368]" in shared[0] and "[2880]" in shared[1]
     assert ".entry main_kernel(" in kernel.ptx or ".entry gemm_kernel(" in kernel.ptx
+
+
+@pytest.mark.parametrize(
+    "target, block, tile_n",
+    [("h100", (16, 16), 64), ("a100", (16, 16), 64), ("mi300x", (16, 16), 64),
+     ("opencl", (16, 16), 32), ("adreno740", (16, 8), 32)],
+)  # fmt: skip
+def test_matmul_tiles_per_target_and_the_init_before_the_k_loop(target, block, tile_n):
+    func, reference = workloads.get("gemm", M=70, N=67, K=20)
+    scheduled = default_gpu_schedule(func, Target(target))
+    assert dlight.rules_of(scheduled) == {"C": "Matmul"}
+    (kernel,) = lower(scheduled, Target(target)).functions().values()
+    launch = {tag: e.value for tag, e in kernel.attrs["gpu.launch"].items()}
+    assert (launch["threadIdx.x"], launch["threadIdx.y"]) == block
+    assert launch["blockIdx.x"] == -(-67 // tile_n)  # N = 67 in tiles of tile_n columns
+    text = kernel.script()
+    assert "k_0 == 0" not in text  # decompose_reduction: zeroed once, outside the K loop
+    assert text.index("C_local[0] = T.float32(0)") < text.index("for k_0 in range(")
+    if target == "h100":
+        check(scheduled, reference, "gemm", lambda f, args: schedlab.interpret(f, *args))
+        if _opencl_ready():
+            check(scheduled, reference, "gemm", lambda f, a: schedlab.build(f, "opencl")(*a))
 
 
 def test_gpu_default_pipeline_schedules_with_the_gpu_rules():
