@@ -241,6 +241,12 @@ class OpenCLRenderer(GpuRenderer):
             return style, [], note
         return style, pragmas, note
 
+    def render(self, mod) -> RenderedModule:
+        rendered = super().render(mod)
+        # the shared prelude's sigmoid helper calls C's expf, which OpenCL C does not have
+        rendered.source = rendered.source.replace("(1.0f + expf(-x))", "(1.0f + exp(-x))")
+        return rendered
+
     def math_function(self, name: str, dtype) -> str:
         """OpenCL's math functions are overloaded by type: `exp`, not `expf`."""
         return {"nearbyint": "rint"}.get(name, name)
