@@ -320,3 +320,22 @@ def test_dense_suffix_stops_at_a_transposed_or_partial_access():
     assert dlight.dense_suffix(info_of(te.create_prim_func([a, part]), "part")) == 1
     whole = te.compute((6, 5, 4), lambda i, j, k: a[i, j, k] + 1, name="whole")
     assert dlight.dense_suffix(info_of(te.create_prim_func([a, whole]), "whole")) == 3
+
+
+@pytest.mark.parametrize("name, sizes", [("reduce_sum", dict(M=12, N=29)),
+                                         ("layer_norm", dict(M=20, N=37))])  # fmt: skip
+def test_row_reductions_interleave_rows_in_the_unscheduled_order(name, sizes):
+    """Rows reduced side by side (independent dependency chains), each row in its own local
+    accumulator and in the unscheduled order: a plain sum equals the unscheduled kernel's bit
+    for bit (layer_norm's elementwise tail may contract differently: 1 ulp)."""
+    func, reference = workloads.get(name, **sizes)
+    sch, fired = dlight.schedule_func(func, dlight.cpu.default_rules(), Target("cpu"))
+    assert "Reduction" in fired.values()
+    assert "T.unroll(" in sch.func.script() and 'scope="local"' in sch.func.script()
+    args = workloads.make_args(func, seed=3)
+    expected = [a.copy() for a in args]
+    schedlab.build(func)(*expected)
+    schedlab.build(sch.mod)(*args)
+    if name == "reduce_sum":
+        np.testing.assert_array_equal(args[-1], expected[-1])
+    np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5, atol=1e-5)
