@@ -3,12 +3,18 @@
 A thin shell: each browser session gets its own ExplorerSession (so sessions never share a
 schedule), rendered by the shared ESM component plus a Bokeh latency chart. Every script and
 stylesheet is served by the Panel server itself; the page makes no request off the machine.
+A session's actions run off the server's event loop, on threads shared by all sessions
+(`offload.SessionQueue`); only the document updates happen on the loop.
 """
 
 from __future__ import annotations
 
+import os
+from functools import partial
+
 from .component import ESM_PATH, stylesheet, ui_import_error
 from .model import ExplorerModel
+from .offload import TIMINGS_ENV, AnswerTimes, SessionQueue
 from .session import DEFAULT_WORKLOAD, ExplorerSession
 
 try:
@@ -45,19 +51,36 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     plots.update_latency(source, component.state["latency"], figure)
     chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
 
+    times = AnswerTimes(os.environ.get(TIMINGS_ENV))
+
     def show(state: dict) -> None:
         component.state = state
         plots.update_latency(source, state["latency"], figure)
+        times.answered(state["seq"])
 
-    def on_action(event) -> None:
-        show(session.handle(event.new))
-
-    component.param.watch(on_action, "action")
     doc = pn.state.curdoc
-    if doc is not None:
-        # a finished measurement arrives on a worker thread: hand it to the session's event loop
-        session.on_update = lambda: doc.add_next_tick_callback(lambda: show(session.state()))
-        doc.on_session_destroyed(lambda _ctx: session.close())
+    if doc is None:  # not served (a test building the page): act in the caller's thread
+
+        def on_action(event) -> None:
+            show(session.handle(event.new))
+    else:
+        # The action runs on a pool thread (the event loop stays free for the other sessions);
+        # its state, and those a finished measurement or a tuning run asks for, come back to
+        # the event loop as a next-tick callback, in order.
+        queue = SessionQueue(lambda state: doc.add_next_tick_callback(partial(show, state)))
+
+        def on_action(event) -> None:
+            times.received(event.new)
+            queue.submit(partial(session.handle, event.new))
+
+        session.on_update = lambda: queue.submit(session.state, coalesce=True)
+
+        def destroyed(_ctx) -> None:
+            queue.close()
+            session.close()
+
+        doc.on_session_destroyed(destroyed)
+    component.param.watch(on_action, "action")
     header = pn.pane.HTML(
         '<div class="sl-app-header"><b>schedlab explorer</b> — apply schedule primitives, '
         "watch the code and the latency change</div>",

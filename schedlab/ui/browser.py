@@ -57,8 +57,9 @@ class AppServer:
     """
 
     def __init__(self, workload: str = "gemm", size: str | None = None, port: int | None = None,
-                 startup_timeout: float = 120.0):  # fmt: skip
+                 startup_timeout: float = 120.0, env: dict[str, str] | None = None):  # fmt: skip
         self.port = port or free_port()
+        self.env = {**os.environ, **env} if env else None  # None: this process's environment
         self.url = f"http://127.0.0.1:{self.port}/"
         self.command = [sys.executable, "-m", "schedlab.cli", "serve", "--port", str(self.port),
                         "--address", "127.0.0.1", "--workload", workload]  # fmt: skip
@@ -71,7 +72,7 @@ class AppServer:
     def __enter__(self) -> AppServer:
         self.process = subprocess.Popen(
             self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True,
+            start_new_session=True, env=self.env,
         )  # fmt: skip
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

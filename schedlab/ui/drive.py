@@ -26,6 +26,31 @@ const el = find(document);
 """
 
 
+# JS: resolves once the root's data-seq is above `before`, rejects after `timeout` ms
+_WAIT_FOR_SEQ = f"""([sel, before, timeout]) => new Promise((resolve, reject) => {{
+  const lookup = () => {{ {_FIND_ROOT} return el; }};
+  let watched = null, observer = null, timer = null, poll = null;
+  const finish = (error) => {{
+    observer?.disconnect(); clearTimeout(timer); clearInterval(poll);
+    error ? reject(error) : resolve(true);
+  }};
+  const check = () => {{
+    const el = lookup();
+    if (el && Number(el.dataset.seq || 0) > before) return finish();
+    if (el && el !== watched) {{
+      observer?.disconnect();
+      observer = new MutationObserver(check);
+      observer.observe(el, {{ attributes: true, attributeFilter: ["data-seq"] }});
+      watched = el;
+    }}
+  }};
+  timer = setTimeout(() => finish(new Error(
+    `the action after seq ${{before}} got no rendered answer within ${{timeout}} ms`)), timeout);
+  poll = setInterval(check, 500);
+  check();
+}})"""
+
+
 def testid(name: str) -> str:
     return f'[data-testid="{name}"]'
 
@@ -52,17 +77,13 @@ class ExplorerPage:
         return float(await self.root.get_attribute("data-roundtrip-ms") or "nan")
 
     async def _after(self, before: int, click) -> float:
-        """Run `click`, wait for the answer to be rendered; its click-to-render time in ms."""
+        """Run `click`, wait for the answer to be rendered; its click-to-render time in ms.
+
+        The page wakes the wait when the root's data-seq changes (a MutationObserver) and looks
+        the root up again twice a second in case it was replaced; polling every 50 ms made ten
+        pages waiting at once cost the machine CPU that the pages being timed needed."""
         await click()
-        await self.page.wait_for_function(
-            f"""([sel, before]) => {{
-                 {_FIND_ROOT}
-                 return el && Number(el.dataset.seq || 0) > before;
-               }}""",
-            arg=[ROOT, before],
-            timeout=self.timeout_ms,
-            polling=50,
-        )
+        await self.page.evaluate(_WAIT_FOR_SEQ, [ROOT, before, self.timeout_ms])
         return await self.roundtrip_ms()
 
     async def act(self, click) -> float:

@@ -269,6 +269,26 @@ def test_primfunc_graph_of_gemm():
     assert edges == {("buffer:A", node), ("buffer:B", node), (node, "buffer:C")}
 
 
+def test_graphs_drawn_from_many_threads_at_once():
+    """schedlab serve draws sessions' graphs on a thread pool; Graphviz is not thread-safe
+    (without the module's lock this aborted the process in cgraph within a few drawings). In a
+    subprocess, so that a regression fails this test rather than killing the run."""
+    pytest.importorskip("pygraphviz")
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from schedlab.ui.views.graph import primfunc_graph_svg as draw\n"
+        "from schedlab.workloads import get\n"
+        "funcs = [get('gemm', M=m, N=m, K=m)[0] for m in (8, 16, 32, 64)]\n"
+        "want = [draw(f) for f in funcs]\n"
+        "with ThreadPoolExecutor(8) as pool:\n"
+        "    same = list(pool.map(lambda i: draw(funcs[i % 4]) == want[i % 4], range(200)))\n"
+        "print('all equal' if all(same) else 'some differ')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0 and "all equal" in done.stdout, done.stderr[-2000:]
+
+
 def test_primfunc_graph_shows_allocated_buffers_between_blocks():
     pytest.importorskip("pygraphviz")
     from schedlab.ui.views.graph import primfunc_graph_svg
@@ -333,6 +353,24 @@ def test_latency_figure_and_update():
     log_source = latency_figure()[1]
     update_latency(log_source, wide)
     assert isinstance(latency_figure(log_source)[0].y_scale, LogScale)
+
+
+def test_latency_update_sends_nothing_already_shown():
+    pytest.importorskip("bokeh")
+    from schedlab.ui.views.plots import latency_figure, update_latency
+
+    figure, source = latency_figure()
+    points = [LatencyPoint(0, "start", 1.0, None), LatencyPoint(1, "tile", 0.001, None)]
+    update_latency(source, points, figure)
+    data, scale, ticker = source.data, figure.y_scale, figure.yaxis[0].ticker
+    changes = []
+    source.on_change("data", lambda attr, old, new: changes.append(new))
+    update_latency(source, list(points), figure)  # a select: same steps, NaN for unmeasured
+    assert changes == [] and source.data is data
+    assert figure.y_scale is scale and figure.yaxis[0].ticker is ticker  # no new Bokeh models
+    update_latency(source, [*points, LatencyPoint(2, "vectorize", 0.0005, None)], figure)
+    assert len(changes) == 1 and source.data["step"] == [0, 1, 2]
+    assert figure.y_scale is scale  # still log: nothing to replace
 
 
 def test_views_import_no_ui_framework():

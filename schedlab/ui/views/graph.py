@@ -6,9 +6,16 @@
 Layout runs in-process through pygraphviz (its wheel bundles Graphviz; there is no `dot`
 executable to shell out to). Node ids carry identity into the browser: a `<g class="node">`
 with id "fn:NAME" is a call of PrimFunc NAME, "block:UID" is the block with that uid.
+
+Graphviz keeps process-wide state (cgraph's attribute tables, the layout engines) and is not
+thread-safe, while `schedlab serve` renders sessions' graphs on a thread pool: one drawing at a
+time, from the first node to the freed graph (two at once aborted the server in cgraph).
 """
 
 from __future__ import annotations
+
+import functools
+import threading
 
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.functor import pre_order_visit
@@ -34,6 +41,18 @@ COLORS = {
 _GRAPH_ATTRS = {"rankdir": "TB", "nodesep": "0.3", "ranksep": "0.35", "bgcolor": "transparent"}
 _NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "12", "style": "filled", "penwidth": "1"}
 _EDGE_ATTRS = {"color": "#555555", "arrowsize": "0.7"}
+_GRAPHVIZ = threading.Lock()
+
+
+def _one_at_a_time(draw):
+    """Hold the Graphviz lock for the whole of `draw` (building, layout, freeing)."""
+
+    @functools.wraps(draw)
+    def locked(*args, **kwargs):
+        with _GRAPHVIZ:
+            return draw(*args, **kwargs)
+
+    return locked
 
 
 def _agraph(name: str):
@@ -54,7 +73,10 @@ def _agraph(name: str):
 def _render(graph) -> str:
     """Lay out and draw in memory; the SVG without Graphviz's XML prolog and DOCTYPE (inline
     SVG in HTML, and Panel's SVG pane, want it to start at "<svg")."""
-    svg = graph.draw(format="svg", prog="dot").decode("utf-8")
+    try:
+        svg = graph.draw(format="svg", prog="dot").decode("utf-8")
+    finally:
+        graph.close()  # now, under the lock, not whenever the garbage collector gets to it
     return svg[svg.index("<svg") :]
 
 
@@ -156,6 +178,7 @@ class _ModuleGraph:
             self.graph.add_edge(source, target)
 
 
+@_one_at_a_time
 def module_graph_svg(mod: IRModule, func_name: str = "main") -> str:
     """The dataflow of graph function `func_name` as SVG: parameters and constants (tensor
     nodes), one node per binding (PrimFunc calls: id "fn:<prim name>"; other calls: the op
@@ -187,6 +210,7 @@ def _blocks(func: PrimFunc) -> tuple[Block | None, list[Block]]:
     return root, [block for block in found if block is not root]
 
 
+@_one_at_a_time
 def primfunc_graph_svg(func: PrimFunc) -> str:
     """One kernel's dataflow as SVG: its buffers (parameters and allocations) and blocks
     (id "block:<uid>"), with an edge from each buffer a block reads and to each it writes."""
