@@ -60,6 +60,7 @@ def _zero() -> list[Pass]:
         T.FuseOps(),
         T.FuseTIR(),
         T.DeadCodeElimination(),
+        T.AttachLayoutFreeBuffers(),  # as the backends' pipelines: tuning keys include it
     ]
 
 
@@ -91,7 +92,7 @@ def get_pipeline(name: str = "zero", **options) -> Sequential:
     """The named pipeline:
 
     - "zero": LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR,
-      DeadCodeElimination (kernels unscheduled).
+      DeadCodeElimination, AttachLayoutFreeBuffers (kernels unscheduled).
     - "default_build": zero, then ToNonDataflow, CallTIRRewrite, StaticPlanBlockMemory: the VM
       form, kernels unscheduled.
     - "static_shape_tuning" (options `target`, `total_trials`, `work_dir="tuning_logs"`,

@@ -16,7 +16,7 @@ from schedlab.target import Target
 from . import test_vm as graphs
 
 ZERO = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR",
-        "DeadCodeElimination"]  # fmt: skip
+        "DeadCodeElimination", "AttachLayoutFreeBuffers"]  # fmt: skip
 
 
 def test_zero_pipeline_passes_and_numerics():
