@@ -135,6 +135,11 @@ class _Rewriter:
         ana = self.analyzer
         dtype = base.dtype
         zero = E.IntImm(dtype, 0)
+        if not _is_positive_const(split.scale) and not ana.can_prove(split.scale > 0):
+            # (x * -1) // 2 runs downwards: not a split of x's mark (the rules below assume a
+            # positive scale; with -1 they produced x // -2 % -1, which is wrong for x = 1)
+            raise NotAffine(f"in {describe(expr)} the iterator's scale {describe(split.scale)} "
+                            "is not positive")  # fmt: skip
         if not _is_const(split.scale, 1):
             if _divides(divisor, split.scale, ana):  # x*s // c == x*(s/c) when c | s
                 if not _divides(divisor, base, ana):

@@ -79,3 +79,16 @@ def test_bijective_detection_is_sound(seed):
         seen.add(image)
         normalized = tuple(evaluate(s.to_expr(), env) for s in result.indices)
         assert normalized == image, (seed, indices)
+
+
+def test_division_of_a_negatively_scaled_iterator_is_not_a_split():
+    """(l0 % 2 * -1) // 2 was rewritten as l0 // -2 % -1 (wrong for l0 = 1: -1 vs 0); a
+    negative scale under a division is now not affine (found by the property test above)."""
+    l0 = Var("l0")
+    flipped = E.FloorMod(l0, const(2)) * -1
+    indices = [
+        E.FloorDiv(l0, const(2)),
+        E.FloorDiv(flipped, const(2)),
+        E.FloorMod(flipped, const(2)),
+    ]
+    assert not detect_iter_map(indices, {l0: Range(0, 6)}, check_level="bijective")
