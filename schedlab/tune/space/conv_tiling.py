@@ -12,7 +12,8 @@ This rule adds it to the design space with its choices left to the search:
 - the order of the parallel loops: two design spaces, channel blocks innermost (the input rows
   stay cached) or outermost (the weight is read once).
 
-The weight is copied, once per call, into blocks of one vector of channels (a layout that
+Output channels that no vector divides are padded first (`pad_einsum`, as the default rule
+does). The weight is copied, once per call, into blocks of one vector of channels (a layout that
 depends on the target's lanes only, so a replay with other sizes makes the same copy;
 `FoldLayoutRewrite` moves it to compile time when the weight is a constant). The block is
 marked tiled, so MultiLevelTiling leaves it; the space without this rule's schedule is kept
@@ -24,6 +25,7 @@ from __future__ import annotations
 from schedlab.dlight.analysis import block_info, conv_axes, dim_of, gemm_axes
 from schedlab.dlight.cpu._common import inline_epilogue
 from schedlab.dlight.cpu.conv import channels_last
+from schedlab.dlight.cpu.packing import padded_params
 from schedlab.schedule import BlockRV, Schedule
 from schedlab.schedule.errors import ScheduleError
 from schedlab.schedule.index_map import IndexMap
@@ -60,7 +62,7 @@ class ConvTiling(ScheduleRule):
         extents = [const_extent(sch.get(loop)) for loop in loops]
         lanes = vector_lanes(target_of(sch), node.writes[0].buffer.dtype)
         channels = extents[info.position(axes.channel)]
-        if None in extents or lanes < 2 or channels % lanes:
+        if None in extents or lanes < 2 or channels < lanes:
             return [sch]
         results = []
         for order in self.orders:
@@ -75,6 +77,10 @@ class ConvTiling(ScheduleRule):
 
 def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:
     sch.annotate(block, TILING_STRUCTURE, f"conv-{order}")
+    channels = const_extent(sch.get(sch.get_loops(block)[info.position(axes.channel)]))
+    if channels % lanes:  # 1000 classes: run 1008, as the default rule does
+        sch.pad_einsum(block, [lanes if iv.var is axes.channel else 1
+                               for iv in info.block.iter_vars])  # fmt: skip
     loops = sch.get_loops(block)
     loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
     blocks, c2 = sch.split(loop_of[axes.channel], [None, lanes])
@@ -89,10 +95,11 @@ def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:
     sch.reorder(*outer, r0, *reduce, r1, c1, c2)
     _pack_weight(sch, block, axes, lanes)
     write_back = sch.cache_write(block, 0, "local")
-    try:  # a bias/ReLU epilogue: applied in the write-back
-        inline_epilogue(sch, write_back)
-    except ScheduleError:
-        pass
+    for _ in range(2):  # a padded output's crop, then a bias/ReLU epilogue: in the write-back
+        try:
+            inline_epilogue(sch, write_back)
+        except ScheduleError:
+            break
     channels_last(sch, block, ("write", 0), info.block.writes[0], axes.channel)
     # unit loops kept: the write-back has one loop per output dimension whatever the sampled
     # sizes, so every replay of the trace finds the loops it names
@@ -129,7 +136,10 @@ def _pack_weight(sch: Schedule, block, axes, lanes: int) -> None:
             continue
         index_map = IndexMap.from_func(_blocked(position, len(region.region), lanes),
                                        ndim=len(region.region))  # fmt: skip
+        producer = padded_params(sch).get(region.buffer)
         copy = sch.cache_read(block, index, "global")
+        if producer is not None:  # one stage: the copy reads the weight, zero-padded
+            sch.compute_inline(sch.get_block(producer))
         sch.transform_layout(copy, ("write", 0), index_map)
         return
 

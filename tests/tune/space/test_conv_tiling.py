@@ -11,6 +11,7 @@ import pytest
 
 import schedlab
 from schedlab import workloads
+from schedlab.relax.transform.fold_layout_rewrite import split_layout_rewrite
 from schedlab.target import Target
 from schedlab.tune.space import MutateTileSize, PostOrderApply
 from schedlab.tune.space.conv_tiling import ConvTiling
@@ -31,7 +32,8 @@ def _structures(designs) -> list[str]:
 @pytest.mark.parametrize(
     "sizes",
     [dict(CI=5, H=13, W=11, CO=32), dict(CI=3, H=15, W=17, CO=16, stride=2, padding=0),
-     dict(N=2, CI=4, H=7, W=9, CO=24, kernel=1, padding=0)],
+     dict(N=2, CI=4, H=7, W=9, CO=24, kernel=1, padding=0),
+     dict(CI=6, H=9, W=7, CO=20, kernel=1, padding=0)],  # 20 channels: padded to 24
 )  # fmt: skip
 def test_conv_designs_sample_correct_candidates(sizes):
     func, reference = workloads.get("conv2d_nchw", **sizes)
@@ -46,6 +48,8 @@ def test_conv_designs_sample_correct_candidates(sizes):
             assert sch is not None
             replayed = space.apply_trace(func, TARGET, sch.trace)
             assert replayed is not None
+            # one weight copy, padded or not, that FoldLayoutRewrite can run at compile time
+            assert split_layout_rewrite(replayed.func) is not None
             schedlab.build(replayed.mod, target=TARGET)(*args)
             np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-4, atol=1e-4)
 
@@ -71,7 +75,7 @@ def test_mutated_conv_tiles_replay_and_stay_correct():
     assert mutated > 0
 
 
-def test_non_convolutions_and_odd_channels_are_left_alone():
+def test_non_convolutions_and_too_few_channels_are_left_alone():
     space = PostOrderApply(rules=[ConvTiling()])
     for name, sizes in (("gemm", dict(M=16, N=16, K=16)), ("conv2d_nchw", dict(CO=7))):
         func, _ = workloads.get(name, **sizes)
