@@ -84,6 +84,7 @@ class ExplorerModel:
         self._measurements: dict = {}  # (id(mod), target) -> (mod, Measurement)
         self._executor: ThreadPoolExecutor | None = None
         self._code: dict = {}  # (id(mod), target) -> (mod, GeneratedCode)
+        self._labels: dict = {}  # id(step's trace) -> (trace, label): every state lists them
 
     # -- events ---------------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Event], None], kinds: Iterable[str] | None = None):
@@ -308,7 +309,17 @@ class ExplorerModel:
     # -- steps, undo/redo ------------------------------------------------------------------------
     def steps(self) -> list[StepInfo]:
         """The user-visible steps of the current branch up to the current one."""
-        return [StepInfo(n, _label(step), step.mod) for n, step in enumerate(self._user_steps())]
+        return [StepInfo(n, self._label(step), step.mod)
+                for n, step in enumerate(self._user_steps())]  # fmt: skip
+
+    def _label(self, step) -> str:
+        """`_label(step)`, once per version (a step's trace is that version's own object)."""
+        entry = self._labels.get(id(step.trace))
+        if entry is None or entry[0] is not step.trace:
+            if len(self._labels) > 4096:  # undone and abandoned versions: start afresh
+                self._labels.clear()
+            entry = self._labels[id(step.trace)] = (step.trace, _label(step))
+        return entry[1]
 
     def _user_steps(self) -> list:
         """The schedule's versions that are steps: the start and each non-look-up primitive."""
