@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: serve demo test venv toolchain browser lint soak bench bench-tune bench-cpu clean
+.PHONY: serve demo test venv toolchain browser lint soak bench bench-tune bench-cpu bench-gpu clean
 
 # gcc compiles the CPU kernels; install it when a fresh machine lacks it (Debian, as root).
 toolchain:
@@ -61,3 +61,9 @@ bench-cpu: toolchain venv
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache
+# The Dlight GPU kernels' goals (fp32 and fp16 gemm, fp16 GEMV) next to cuBLAS, on the NVIDIA
+# GPU here (needs cupy: pip install cupy-cuda12x); without one, every kernel is compiled to PTX
+# and no figure is measured.
+bench-gpu: venv
+	$(BIN)/schedlab bench-gpu $(if $(TARGET),--target $(TARGET))
+

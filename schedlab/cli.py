@@ -5,7 +5,8 @@ session isolation in a real browser), `run model.onnx` (import, compile, run, ti
 `apply BUNDLE` (rebuild a kernel from a schedule bundle),
 `serve` (the explorer web app), `tune <workload|model.onnx>` (the tuner), `bench-tune` (tuned
 kernels next to numpy and onnxruntime), `bench-cpu` (untuned code: shipped and default
-schedules, conv layers and two CNNs next to numpy and onnxruntime)."""
+schedules, conv layers and two CNNs next to numpy and onnxruntime), `bench-gpu` (the Dlight GPU
+kernels next to cuBLAS; without a GPU, compiled to PTX only)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=int, default=5006, help="port (default 5006)")
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on")
+    from schedlab.bench_gpu import add_bench_gpu_parser
+
+    add_bench_gpu_parser(commands)
     serve.add_argument("--workload", default="gemm", help="workload opened in each new session")
     serve.add_argument("--size", default=None,
                        help="its sizes: N or KEY=VALUE[,...] (default gemm 1024)")  # fmt: skip
@@ -189,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             apply_bundle(args.bundle, out=args.out, check=args.check, seed=args.seed)
         elif args.command == "run":
             from schedlab.run import run_command
+        elif args.command == "bench-gpu":
+            from schedlab.bench_gpu import run_gpu_bench
+
+            return run_gpu_bench(args)
 
             run_command(args.model, args.target, args.profile, args.shape, seed=args.seed,
                         repeat=args.repeat, database=args.database)  # fmt: skip
