@@ -125,11 +125,7 @@ def weight_bytes(info: BlockInfo, axes: ConvAxes) -> int:
 
 
 def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> bool:
-    channels = extent_of(sch, sch.get_loops(block)[info.position(axes.channel)])
-    group = tile.vectors * tile.lanes
-    if channels % group:  # 1000 classes: computed as 1008, the write-back stores 1000
-        sch.pad_einsum(block, [group if iv.var is axes.channel else 1
-                               for iv in info.block.iter_vars])  # fmt: skip
+    pad_channels(sch, block, info, axes, tile.vectors * tile.lanes)
     loops = sch.get_loops(block)
     loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
     c0, c1, c2 = sch.split(loop_of[axes.channel], [None, tile.vectors, tile.lanes])
@@ -154,6 +150,15 @@ def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> 
     vectors, lanes = sch.split(channel, [None, tile.lanes])
     register_tile(sch, [column, vectors, lanes])
     return True
+
+
+def pad_channels(sch, block, info: BlockInfo, axes: ConvAxes, group: int) -> None:
+    """Pad the block's output channels to a multiple of `group` when they are not one (1000
+    classes computed as 1008; the write-back stores the 1000)."""
+    channels = extent_of(sch, sch.get_loops(block)[info.position(axes.channel)])
+    if channels % group:
+        sch.pad_einsum(block, [group if iv.var is axes.channel else 1
+                               for iv in info.block.iter_vars])  # fmt: skip
 
 
 def channels_last(sch, block, buffer, region, channel) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from schedlab.dlight.analysis import block_info, conv_axes, dim_of, gemm_axes
 from schedlab.dlight.cpu._common import inline_epilogue
-from schedlab.dlight.cpu.conv import channels_last
+from schedlab.dlight.cpu.conv import channels_last, pad_channels
 from schedlab.dlight.cpu.packing import padded_params
 from schedlab.schedule import BlockRV, Schedule
 from schedlab.schedule.errors import ScheduleError
@@ -77,10 +77,7 @@ class ConvTiling(ScheduleRule):
 
 def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:
     sch.annotate(block, TILING_STRUCTURE, f"conv-{order}")
-    channels = const_extent(sch.get(sch.get_loops(block)[info.position(axes.channel)]))
-    if channels % lanes:  # 1000 classes: run 1008, as the default rule does
-        sch.pad_einsum(block, [lanes if iv.var is axes.channel else 1
-                               for iv in info.block.iter_vars])  # fmt: skip
+    pad_channels(sch, block, info, axes, lanes)
     loops = sch.get_loops(block)
     loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
     blocks, c2 = sch.split(loop_of[axes.channel], [None, lanes])
