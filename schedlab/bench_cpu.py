@@ -9,6 +9,8 @@ Cases and goals (ratio = reference median / schedlab median; > 1 is faster):
            56x56 is the goal case, >= 0.5x onnxruntime; 128@28, 256@14 and 512@7 reported)
   models   the onnx package's light_squeezenet and light_resnet50 (weights randomized) through
            the default pipeline: <= 3x onnxruntime's latency (ratio >= 0.33)
+  layers   each distinct conv layer of light_squeezenet alone (reported, no goal): where the
+           model's time goes
 Every result is checked against numpy or onnxruntime before it is timed.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,7 @@ from schedlab.bench_common import (
 )
 from schedlab.target import Target
 
-CASES = ("gemm", "conv", "models")
+CASES = ("gemm", "conv", "models", "layers")
 GEMM_GOALS = {"schedlab (trace)": 0.6, "schedlab (default schedule)": 0.4}
 # (channels, height = width) of resnet-style 3x3 layers; the first is the goal case
 CONV_LAYERS = ((64, 56), (128, 28), (256, 14), (512, 7))
@@ -68,6 +71,8 @@ def run_cpu_bench(args) -> int:
             elif case == "conv":
                 results += [bench_conv_layer(c, hw, target, Path(scratch), goal=index == 0)
                             for index, (c, hw) in enumerate(CONV_LAYERS)]  # fmt: skip
+            elif case == "layers":
+                results += bench_model_layers(MODELS[0], target, Path(scratch))
             else:
                 results += [bench_model(name, target, Path(scratch)) for name in MODELS]
     print_results(results)
@@ -95,27 +100,87 @@ def bench_gemm(target: Target) -> list[CaseResult]:
     return results
 
 
-def conv_layer_model(path: Path, channels: int, size: int, seed: int = 0) -> tuple[Path, int]:
-    """An onnx Conv(3x3, pad 1, bias) + Relu with `channels` in and out on a size x size image;
-    returns its path and FLOPs."""
+@dataclass(frozen=True)
+class ConvShape:
+    """A Conv + bias + ReLU layer: channels in and out, image size, kernel, stride, padding."""
+
+    cin: int
+    cout: int
+    size: int
+    kernel: int = 3
+    stride: int = 1
+    pad: int = 1
+
+    @property
+    def out_size(self) -> int:
+        return (self.size + 2 * self.pad - self.kernel) // self.stride + 1
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.cin * self.cout * self.kernel**2 * self.out_size**2
+
+    def __str__(self) -> str:
+        stride = f"/{self.stride}" if self.stride > 1 else ""
+        return f"{self.kernel}x{self.kernel}{stride} {self.cin}->{self.cout}@{self.size}"
+
+
+def conv_model(path: Path, shape: ConvShape, seed: int = 0) -> Path:
+    """An onnx Conv (bias, `shape`) + Relu with random weights, saved at `path`."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
-    weight = rng.standard_normal((channels, channels, 3, 3)).astype("float32")
-    weight /= np.sqrt(channels * 9)
-    bias = rng.standard_normal(channels).astype("float32")
-    shape = [1, channels, size, size]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1] * 4),
-             helper.make_node("Relu", ["y"], ["z"])]  # fmt: skip
+    k = shape.kernel
+    weight = rng.standard_normal((shape.cout, shape.cin, k, k)).astype("float32")
+    weight /= np.sqrt(shape.cin * k * k)
+    bias = rng.standard_normal(shape.cout).astype("float32")
+    out = [1, shape.cout, shape.out_size, shape.out_size]
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k],
+                            pads=[shape.pad] * 4, strides=[shape.stride] * 2)  # fmt: skip
     graph = helper.make_graph(
-        nodes, f"conv3x3_{channels}_{size}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, shape)],
+        [conv, helper.make_node("Relu", ["y"], ["z"])], f"conv_{shape.cin}_{shape.cout}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, shape.cin, shape.size,
+                                                                shape.size])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, out)],
         initializer=[numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")],
     )  # fmt: skip
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    return path, 2 * channels * channels * 9 * size * size
+    return path
+
+
+def conv_layer_model(path: Path, channels: int, size: int, seed: int = 0) -> tuple[Path, int]:
+    """An onnx Conv(3x3, pad 1, bias) + Relu with `channels` in and out on a size x size image;
+    returns its path and FLOPs."""
+    shape = ConvShape(channels, channels, size)
+    return conv_model(path, shape, seed), shape.flops
+
+
+def model_conv_shapes(path: Path) -> list[ConvShape]:
+    """The distinct square NCHW Conv layers (groups 1) of the onnx model at `path`, in order."""
+    import onnx
+    from onnx import helper, shape_inference
+
+    model = shape_inference.infer_shapes(onnx.load(str(path)))
+    graph = model.graph
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in [*graph.value_info, *graph.input, *graph.output]}  # fmt: skip
+    weights = {t.name: list(t.dims) for t in graph.initializer}
+    found: list[ConvShape] = []
+    for node in graph.node:
+        if node.op_type != "Conv":
+            continue
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        data = dims.get(node.input[0])
+        weight = weights.get(node.input[1]) or dims.get(node.input[1])  # or a computed one
+        if not data or not weight or attrs.get("group", 1) != 1 or data[2] != data[3]:
+            continue
+        pads, strides = attrs.get("pads", [0] * 4), attrs.get("strides", [1, 1])
+        if len(set(pads)) != 1 or strides[0] != strides[1] or weight[2] != weight[3]:
+            continue
+        shape = ConvShape(weight[1], weight[0], data[2], weight[2], strides[0], pads[0])
+        if shape not in found:
+            found.append(shape)
+    return found
 
 
 def bench_conv_layer(channels: int, size: int, target: Target, scratch: Path,
@@ -136,6 +201,26 @@ def bench_conv_layer(channels: int, size: int, target: Target, scratch: Path,
     name = f"conv3x3 {channels}@{size}"
     return CaseResult(name, theirs / ours, CONV_GOAL if goal else 0.0,
                       time.perf_counter() - started, detail)  # fmt: skip
+
+
+def bench_model_layers(name: str, target: Target, scratch: Path) -> list[CaseResult]:
+    """Each distinct conv layer of model `name` alone (+ bias + ReLU, random weights) through
+    the default pipeline next to onnxruntime: where the model's time goes, layer by layer."""
+    from schedlab.run import run_model
+
+    print(f"\n== the conv layers of {name}, one by one")
+    results = []
+    for shape in model_conv_shapes(model_path(name)):
+        path = conv_model(scratch / f"layer_{shape.cin}_{shape.cout}_{shape.size}.onnx", shape)
+        started = time.perf_counter()
+        report = run_model(str(path), target)
+        _check_close(report)
+        ours, theirs = report.schedlab.median, report.onnxruntime.median
+        detail = (f"{shape.flops / ours / 1e9:.1f} GFLOP/s, onnxruntime "
+                  f"{shape.flops / theirs / 1e9:.1f} (medians); reported, no goal")  # fmt: skip
+        results.append(CaseResult(f"{name[6:]} {shape}", theirs / ours, 0.0,
+                                  time.perf_counter() - started, detail))  # fmt: skip
+    return results
 
 
 def bench_model(name: str, target: Target, scratch: Path) -> CaseResult:

@@ -11,7 +11,13 @@ import onnx
 import pytest
 
 from schedlab.bench_common import model_path, randomized_weights
-from schedlab.bench_cpu import bench_conv_layer, run_cpu_bench
+from schedlab.bench_cpu import (
+    ConvShape,
+    bench_conv_layer,
+    conv_model,
+    model_conv_shapes,
+    run_cpu_bench,
+)
 from schedlab.run import _max_abs_diff
 from schedlab.target import Target
 
@@ -32,6 +38,17 @@ def test_random_weights_replace_constant_fills_and_keep_outputs_informative(tmp_
     (probs,) = session.run(None, {session.get_inputs()[0].name: x})
     assert np.isfinite(probs).all() and probs.std() > 1e-4  # not uniform, not one-hot NaN
     assert probs.max() < 0.99
+
+
+def test_model_layers_are_the_distinct_convs_of_the_model(tmp_path):
+    shapes = model_conv_shapes(model_path("light_squeezenet"))
+    assert shapes[0] == ConvShape(3, 64, 224, kernel=3, stride=2, pad=0)  # the stem
+    assert ConvShape(512, 1000, 13, kernel=1, stride=1, pad=0) in shapes  # the classifier
+    assert len(shapes) == len(set(shapes)) == 18
+    path = conv_model(tmp_path / "stem.onnx", shapes[0])
+    (out,) = onnx.load(str(path)).graph.output
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 64, 111, 111]
+    assert shapes[0].flops == 2 * 3 * 64 * 9 * 111 * 111 and str(shapes[0]) == "3x3/2 3->64@224"
 
 
 def test_unknown_case_is_named():
