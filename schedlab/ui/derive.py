@@ -52,6 +52,8 @@ def generate_code(func: PrimFunc, name: str, target: Target) -> GeneratedCode:
             rendered = CpuRenderer(target).render(lowered)
             return GeneratedCode(str(target.kind), rendered.source,
                                  dict(rendered.functions[name].loop_lines))  # fmt: skip
+        if target.is_gpu:
+            return _render_gpu(lowered, target)
         import schedlab
 
         kernel = schedlab.build(func, target)
@@ -59,6 +61,23 @@ def generate_code(func: PrimFunc, name: str, target: Target) -> GeneratedCode:
                              dict(getattr(kernel, "loop_lines", {})))  # fmt: skip
     except SchedlabError as err:
         return GeneratedCode(str(target.kind), error=str(err))
+
+
+GPU_LANGUAGES = {"cuda": "CUDA C", "rocm": "HIP"}  # other GPU kinds (opencl, adreno): OpenCL C
+
+
+def _render_gpu(lowered: IRModule, target: Target) -> GeneratedCode:
+    """The GPU dialect's source (CUDA C, HIP, OpenCL C), rendered, not compiled: NVRTC, hipcc
+    or an OpenCL driver need not be here; the loops of every kernel of the function mapped."""
+    from schedlab.backend.gpu import CudaRenderer, HipRenderer, OpenCLRenderer
+
+    renderer = {"cuda": CudaRenderer, "rocm": HipRenderer}.get(target.kind, OpenCLRenderer)
+    rendered = renderer(target).render(lowered)
+    lines = {uid: span for info in rendered.functions.values()
+             for uid, span in info.loop_lines.items()}  # fmt: skip
+    language = GPU_LANGUAGES.get(target.kind, "OpenCL C")
+    return GeneratedCode(f"{target.kind} {target.attrs.get('arch', '')}, {language}",
+                         rendered.source, lines)  # fmt: skip
 
 
 def predict(func: PrimFunc, target: Target) -> PredictionResult:

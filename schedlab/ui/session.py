@@ -25,6 +25,7 @@ from schedlab.ir.node import child_fields
 from schedlab.ir.stmt import Block, BlockRealize, For, IterType, Stmt
 from schedlab.schedule.errors import TraceError
 from schedlab.script.printer import script_lines
+from schedlab.target import Target
 
 from . import tune_panel as TP
 from .model import ExplorerModel
@@ -33,13 +34,35 @@ from .views import graph as G
 from .views import highlight as H
 
 STATE_VERSION = 1
-TARGETS = ("cpu",)  # targets whose code the explorer can generate (GPU back ends: as they land)
+# The target menu: the host, and GPU presets whose code is rendered (CUDA C, HIP, OpenCL C) but
+# neither compiled nor run here; the tuner measures, so it is offered the host only.
+TARGETS = ("cpu", "sm_90", "h200", "sm_80", "gfx942", "gfx90a", "adreno740", "adreno750")
+TUNE_TARGETS = ("cpu",)
 DEFAULT_WORKLOAD = ("gemm", {"M": 1024, "N": 1024, "K": 1024})
 _ITER_LETTER = {IterType.SPATIAL: "S", IterType.REDUCE: "R", IterType.SCAN: "C",
                 IterType.OPAQUE: "O"}  # fmt: skip
 
 
 class ActionError(ValueError):
+@cache
+def _menu_target(name: str) -> Target:
+    return Target(name)
+
+
+def target_choice(target: Target) -> str:
+    """The menu entry of `target` (TARGETS); its kind when it is none of them (a CPU preset)."""
+    if target.kind != "cpu":
+        for name in TARGETS[1:]:
+            if _menu_target(name) == target:
+                return name
+    return str(target.kind)
+
+
+def _language(target: Target) -> str:
+    """The highlighter's language of the target's generated code."""
+    return "cuda" if target.kind in ("cuda", "rocm") else "c"
+
+
     """A malformed action (missing or mistyped field); shown as a message."""
 
 
@@ -195,8 +218,10 @@ class ExplorerSession:
     def _do_tune_start(self, action: dict) -> None:
         def start() -> None:
             target = action.get("target") or self.model.target.kind
-            if target not in TARGETS:
-                raise TP.TuneInputError(f"target must be one of {list(TARGETS)}, got {target!r}")
+            if target not in TUNE_TARGETS:
+                raise TP.TuneInputError(
+                    f"target must be one of {list(TUNE_TARGETS)}, got {target!r}"
+                )
             work_dir = action.get("work_dir")
             if work_dir is not None and not isinstance(work_dir, str):
                 raise TP.TuneInputError(f"the folder must be text, got {work_dir!r}")
@@ -261,7 +286,8 @@ class ExplorerSession:
             base = {
                 "version": STATE_VERSION, "seq": self.seq, "source": m.source,
                 "workloads": workload_choices(), "targets": list(TARGETS),
-                "target": str(m.target.kind), "functions": [
+                "tune_targets": list(TUNE_TARGETS), "target": target_choice(m.target),
+                "functions": [
                     {"name": n, "kind": k} for n, k in m.functions()],
                 "func": m.func_name, "message": self.message and {"detail": "", **self.message},
                 "tune": {**self.tune.state(), "scopes": TP.scope_choices(m)},
@@ -288,7 +314,7 @@ class ExplorerSession:
             "palette": [_spec_json(s) for s in m.applicable_primitives()],
             "script": {"html": H.lines_html(script_text, "python"),
                        "lines": {str(u): n for u, n in script_map.items()}},
-            "code": {"target": code.target, "html": H.lines_html(code.source, "c"),
+            "code": {"target": code.target, "html": H.lines_html(code.source, _language(m.target)),
                      "lines": {str(u): [s.first, s.last] for u, s in code.loop_lines.items()},
                      "error": code.error},
             "prediction": prediction_json(m.prediction()),

@@ -406,6 +406,39 @@ def test_set_target_emits_and_is_used(model):
     assert model.code(target="cpu").target == "cpu"
 
 
+def test_switching_to_sm_90_shows_the_cuda_source(model):
+    """A GPU target's code is its dialect's source, rendered without a GPU, NVRTC or a driver:
+    CUDA C for sm_90, HIP for gfx942, OpenCL C for adreno740; the loops keep their lines."""
+    i, _, _ = _select_outer(model)
+    model.apply("split", factors=[None, 8])
+    model.set_target("sm_90")
+    code = model.code()
+    assert not code.error and code.target == "cuda sm_90, CUDA C"
+    assert 'extern "C" __global__ void' in code.source and "gemm_kernel(" in code.source
+    assert "#include" not in code.source  # NVRTC's dialect: no headers
+    lines = code.source.splitlines()
+    span = next(iter(code.loop_lines.values()))
+    assert lines[span.header - 1].lstrip().startswith("for (")
+    hip = model.code(target="gfx942")
+    assert hip.target == "rocm gfx942, HIP" and "#include <hip/hip_runtime.h>" in hip.source
+    assert "__global__" in hip.source
+    opencl = model.code(target="adreno740")
+    assert "__kernel void gemm_kernel(" in opencl.source and "__global__" not in opencl.source
+    model.set_target("cpu")
+    assert "__global__" not in model.code().source
+
+
+def test_the_target_menu_offers_the_gpu_presets_and_shows_the_chosen_one():
+    from schedlab.target import Target
+    from schedlab.ui.session import TARGETS, target_choice
+
+    assert {"cpu", "sm_90", "h200", "sm_80", "gfx942", "gfx90a", "adreno740"} <= set(TARGETS)
+    for name in TARGETS:
+        assert target_choice(Target(name)) == name
+    assert target_choice(Target("h100")) == "sm_90"  # the same device
+    assert target_choice(Target("zen3")) == "cpu"  # a CPU preset: its kind
+
+
 def _walk_to_a_tiled_gemm(m):
     """split i and j, reorder, parallel, vectorize: each loop picked by the name the tree
     shows, as a user clicks."""

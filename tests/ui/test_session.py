@@ -314,3 +314,15 @@ def test_error_message_has_the_cause_and_the_function_apart(session):
     state = _act(session, "undo")  # every message has a detail, "" when there is none
     assert state["message"] == {"level": "info", "text": "nothing to undo", "uids": [],
                                 "detail": ""}  # fmt: skip
+
+
+def test_set_target_to_a_gpu_preset_shows_its_cuda_source_and_keeps_tuning_on_the_host(session):
+    state = _act(session, "set_target", target="sm_90")
+    assert state["target"] == "sm_90" and "sm_90" in state["targets"]
+    assert state["tune_targets"] == ["cpu"]
+    assert state["code"]["error"] == "" and state["code"]["target"] == "cuda sm_90, CUDA C"
+    assert "__global__" in state["code"]["html"]
+    assert set(state["code"]["lines"]) == {str(c["uid"]) for c in state["loop_choices"]}
+    tune = _act(session, "tune_start", trials=4, per_batch=2, target="sm_90")["tune"]
+    assert "target must be one of ['cpu']" in tune["error"]
+    assert _act(session, "set_target", target="cpu")["target"] == "cpu"

@@ -1290,7 +1290,7 @@ function render({ model, el }) {
     );
     fillSelect(
       tuneTarget,
-      (s.targets || []).map((name) => ({ value: name, label: name })),
+      (s.tune_targets || s.targets || []).map((name) => ({ value: name, label: name })),
       tuneTarget.value || t.run?.target || s.target,
     );
     // The fields keep what the user typed; they start from the last run's settings.
