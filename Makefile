@@ -24,8 +24,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml extensions/schedlab_pool/pyproject.toml
-	$(BIN)/pip install -q -e '.[dev,cuda,opencl]' -e extensions/schedlab_pool
+# the extensions under extensions/ are installed too: tests/test_extensions.py and the
+# notebooks use them through schedlab's entry points (docs/extending.md)
+EXTENSIONS := extensions/schedlab_pool extensions/schedlab_presets extensions/schedlab_npz
+
+$(STAMP): $(BIN)/python pyproject.toml $(addsuffix /pyproject.toml,$(EXTENSIONS))
+	$(BIN)/pip install -q -e '.[dev,cuda,opencl]' $(addprefix -e ,$(EXTENSIONS))
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -10,7 +10,8 @@ documented defaults; GPU presets describe one device from its data sheet (`GPU_P
 "sm_90"/"h100", "h200", "sm_80"/"a100" (cuda), "gfx942"/"mi300x", "gfx90a"/"mi250" (rocm),
 "adreno740", "adreno750" (adreno: OpenCL on a Qualcomm GPU). Their `peak_gflops` is the vendor's
 dense figure per dtype (tensor/matrix cores included), not derived from the other attributes.
-Any attribute can be overridden: `Target("cpu", num_cores=4)`.
+Any attribute can be overridden: `Target("cpu", num_cores=4)`. Installed extensions add presets
+(`register_preset`, entry-point group `schedlab.targets`; `presets()` lists them all).
 
 A target is immutable, hashable, and round-trips through JSON: `Target(str(t)) == t`.
 """
@@ -260,6 +261,9 @@ GPU_PRESETS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
+_BUILTIN_PRESETS = frozenset(CPU_PRESETS) | frozenset(GPU_PRESETS)
+
+
 class Target:
     """A compilation target: `kind` plus a dict of hardware attributes (`attrs`).
 
@@ -381,6 +385,46 @@ class Target:
         raise ValueError("no current Target: use `with Target(...):`")
 
 
+def register_preset(name: str, attrs: dict[str, Any], override: bool = False) -> None:
+    """Add a named target preset, as extensions do (entry-point group `schedlab.targets`):
+    `Target(name)` then describes that machine. `attrs` holds "kind" ("cpu" when absent, or a
+    GPU kind) and hardware attributes; a CPU preset keeps the host's values for the attributes
+    it leaves out (the core count, ...), a GPU preset the kind's defaults. Checked now: an
+    unknown attribute or kind is a ValueError. A built-in kind or preset cannot be replaced;
+    another extension's preset only with `override=True`."""
+    key = name.lower() if isinstance(name, str) else None
+    if not key or " " in key or key.startswith("{"):
+        raise ValueError(f"register_preset: the name must be a word, got {name!r}")
+    if key in ALIASES or key in _BUILTIN_PRESETS:
+        raise ValueError(f"register_preset: {name!r} is a built-in target kind or preset")
+    if (key in CPU_PRESETS or key in GPU_PRESETS) and not override:
+        raise ValueError(f"register_preset: {name!r} is registered already (override=True)")
+    spec = _copied(dict(attrs))
+    kind = _canonical_kind(spec.pop("kind", "cpu"))
+    try:
+        Target({"kind": kind, **spec})
+    except ValueError as err:  # a bad attribute, named now rather than at first use
+        raise ValueError(f"register_preset({name!r}): {err}") from None
+    CPU_PRESETS.pop(key, None)
+    GPU_PRESETS.pop(key, None)
+    if kind == "cpu":
+        CPU_PRESETS[key] = spec
+    else:
+        GPU_PRESETS[key] = {"kind": kind, **spec}
+
+
+def presets() -> list[str]:
+    """Every preset name: the built-in ones, then those installed extensions register."""
+    _load_plugins()
+    return [*CPU_PRESETS, *GPU_PRESETS]
+
+
+def _load_plugins() -> None:
+    from schedlab import plugins
+
+    plugins.load("schedlab.targets")
+
+
 def _canonical_kind(kind) -> str:
     canonical = ALIASES.get(kind.lower()) if isinstance(kind, str) else None
     if canonical is None:
@@ -408,6 +452,8 @@ def _as_spec(kind) -> dict[str, Any]:
                 f"Target: expected a kind name, a dict or JSON, got {kind!r}; pass attributes "
                 f"as keywords: Target('cpu', num_cores=4)"
             )
+        if text.lower() not in ALIASES and text.lower() not in _BUILTIN_PRESETS:
+            _load_plugins()  # an extension's preset (a no-op once loaded)
         preset = CPU_PRESETS.get(text.lower())
         if preset is not None:
             return {"kind": "cpu", **preset}
@@ -634,4 +680,4 @@ def _bandwidth_guess(cores: int) -> float:
     return float(min(200, max(20, 12 * cores)))
 
 
-__all__ = ["Target", "KINDS", "ALIASES", "CPU_PRESETS", "GPU_PRESETS"]
+__all__ = ["Target", "KINDS", "ALIASES", "CPU_PRESETS", "GPU_PRESETS", "register_preset", "presets"]

@@ -130,4 +130,15 @@ def all_kinds() -> list[InstructionKind]:
 
 
 def _load_primitives() -> None:
+    from schedlab import plugins
+
     from . import primitives  # noqa: F401  (importing registers every family)
+
+    # extensions' primitives (entry-point group `schedlab.primitives`): loaded before
+    # `install_methods` runs, so each gets its Schedule method too
+    plugins.load("schedlab.primitives")
+
+
+def is_builtin(kind: InstructionKind) -> bool:
+    """Whether `kind` is one of schedlab's own primitives (not an extension's)."""
+    return kind.fn.__module__.startswith("schedlab.")

@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from .instruction import InstructionKind, all_kinds
+from .instruction import InstructionKind, all_kinds, is_builtin
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "primitives.md"
 _RETURNS = {
@@ -38,8 +38,9 @@ as a doctest.
 
 
 def render_reference(kinds: list[InstructionKind] | None = None) -> str:
-    """The Markdown page for `kinds` (default: every registered primitive)."""
-    kinds = all_kinds() if kinds is None else kinds
+    """The Markdown page for `kinds` (default: every built-in primitive; an installed
+    extension's primitives are its own to document)."""
+    kinds = [k for k in all_kinds() if is_builtin(k)] if kinds is None else kinds
     families = _by_family(kinds)
     parts = [_HEADER, "## Contents\n"]
     for module, members in families.items():
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)
-    print(f"wrote {args.output} ({len(all_kinds())} primitives)")
+    print(f"wrote {args.output} ({sum(map(is_builtin, all_kinds()))} primitives)")
     return 0
 
 

@@ -8,7 +8,8 @@ binding the implementation's buffers to the matched regions with `match_buffer`.
     TensorIntrin.register("my_dot_4", dot_desc, dot_impl)
     sch.tensorize(loop, "my_dot_4")
 
-Built-in intrinsics live in `schedlab.schedule.intrinsics` and register on first use.
+Built-in intrinsics live in `schedlab.schedule.intrinsics` and register on first use, with those
+of installed extensions (entry-point group `schedlab.intrinsics`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,11 @@ class TensorIntrin:
 
 
 def _load_builtin() -> None:
+    from schedlab import plugins
+
     from . import intrinsics  # noqa: F401  (importing registers the built-in intrinsics)
+
+    plugins.load("schedlab.intrinsics")  # extensions' intrinsics (docs/extending.md)
 
 
 def root_body(func: PrimFunc) -> S.Stmt:

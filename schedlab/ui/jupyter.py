@@ -195,7 +195,8 @@ class Explorer(ipywidgets.VBox):
 
 def explore(what=None, target: str = "cpu", **sizes) -> Explorer:
     """Open the explorer on a workload name (sizes as keywords), a PrimFunc, an IRModule, an
-    ONNX model (path or ModelProto), or the built-in example (gemm 1024) when nothing is given.
+    ONNX model (path or ModelProto), a model file another installed frontend reads
+    (`relax.frontend.frontends()`), or the built-in example (gemm 1024) when nothing is given.
 
         ex = schedlab.explore("gemm", M=256, N=256, K=256)
         ex.select(loop="i"); ex.apply("split", factors=[None, 16])
@@ -215,6 +216,9 @@ def explore(what=None, target: str = "cpu", **sizes) -> Explorer:
             model.load_graph(what)
     elif isinstance(what, (str, Path)) and str(what).endswith(".onnx"):
         model.load_onnx(str(what))
+    elif isinstance(what, (str, Path)) and (frontend := _model_file(what)) is not None:
+        graph = frontend.importer(str(what), None)
+        model.load_graph(graph, f"{frontend.name} model {Path(what).name}")
     elif isinstance(what, str):
         model.load_workload(what, **sizes)
     elif type(what).__name__ == "ModelProto":
@@ -225,6 +229,13 @@ def explore(what=None, target: str = "cpu", **sizes) -> Explorer:
             f"{type(what).__name__}"
         )
     return Explorer(model)
+
+
+def _model_file(what):
+    """The frontend (an extension's, `schedlab.frontends`) reading the file `what`, if any."""
+    from schedlab.relax.frontend.registry import frontend_for
+
+    return frontend_for(what) if Path(what).is_file() else None
 
 
 _BOKEH_READY = False

@@ -27,6 +27,7 @@ from schedlab.schedule.errors import TraceError
 from schedlab.script.printer import script_lines
 from schedlab.target import Target
 
+from . import panels as P
 from . import tune_panel as TP
 from .model import ExplorerModel
 from .results import ApplyResult, Measurement, PredictionResult
@@ -43,7 +44,6 @@ _ITER_LETTER = {IterType.SPATIAL: "S", IterType.REDUCE: "R", IterType.SCAN: "C",
                 IterType.OPAQUE: "O"}  # fmt: skip
 
 
-class ActionError(ValueError):
 @cache
 def _menu_target(name: str) -> Target:
     return Target(name)
@@ -63,6 +63,7 @@ def _language(target: Target) -> str:
     return "cuda" if target.kind in ("cuda", "rocm") else "c"
 
 
+class ActionError(ValueError):
     """A malformed action (missing or mistyped field); shown as a message."""
 
 
@@ -89,6 +90,7 @@ class ExplorerSession:
         self._running: dict = {}  # id(mod) -> Future of a measurement in progress
         self._lock = threading.RLock()  # actions (UI thread) vs measurement callbacks
         self._graph: tuple = (None, "")  # (what it shows, its SVG): rendering costs ms
+        self._panels: dict = {}  # extensions' tabs: panel name -> (func, target, result)
         self.model.subscribe(self._on_model_event, kinds=("module", "branch", "target"))
 
     # -- actions ---------------------------------------------------------------------------------
@@ -331,6 +333,7 @@ class ExplorerSession:
                       "filename": f"{m.func_name}.trace.json", **self._bundle_json()},
             "latency": [{"step": p.step, "label": p.label, "predicted": p.predicted,
                          "measured": p.measured} for p in m.latency_history()],
+            "panels": P.panels_state(m, self._panels),
         }  # fmt: skip
 
     def _bundle_json(self) -> dict:
@@ -401,7 +404,7 @@ _EMPTY = {
     "compare": None, "pipeline": None,
     "trace": {"json": "", "python": "", "filename": "", "bundle": "", "bundle_filename": "",
               "bundle_error": ""},
-    "latency": [],
+    "latency": [], "panels": [],
 }  # fmt: skip
 
 

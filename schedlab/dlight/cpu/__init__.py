@@ -2,6 +2,7 @@
 `Matmul` (GEMM-like reductions), `Conv` (direct convolutions), `Reduction` (other
 reductions), `Elementwise` (injective blocks), `Fallback` (parallel outer spatial loop)."""
 
+from ..registry import with_registered
 from .conv import Conv
 from .elementwise import Elementwise
 from .fallback import Fallback
@@ -10,8 +11,9 @@ from .reduction import Reduction
 
 
 def default_rules() -> tuple:
-    """Fresh instances of the CPU rules in first-match order, the fallback last."""
-    return (Matmul(), Conv(), Reduction(), Elementwise(), Fallback())
+    """Fresh instances of the CPU rules in first-match order, the fallback last; rules that
+    installed extensions register (`dlight.register_rule`) come before the rule they name."""
+    return with_registered("cpu", (Matmul(), Conv(), Reduction(), Elementwise(), Fallback()))
 
 
 __all__ = ["Conv", "Elementwise", "Fallback", "Matmul", "Reduction", "default_rules"]

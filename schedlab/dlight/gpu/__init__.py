@@ -10,6 +10,7 @@ Rules whose threads split a reduction leave the combining of the threads' parts 
 lowering (schedlab.transform.cross_thread_reduction): warp shuffles on CUDA/HIP, a
 shared-memory tree on OpenCL."""
 
+from ..registry import with_registered
 from .elementwise import Elementwise
 from .fallback import Fallback
 from .matmul import Matmul
@@ -20,8 +21,11 @@ LowBatchGEMV = GEMV  # TVM has two classes; here one rule takes batches of 1 to 
 
 
 def default_rules() -> tuple:
-    """Fresh instances of the GPU rules in first-match order, the fallback last."""
-    return (GEMV(), Matmul(), Reduction(), Transpose(), Elementwise(), Fallback())
+    """Fresh instances of the GPU rules in first-match order, the fallback last; rules that
+    installed extensions register (`dlight.register_rule`) come before the rule they name."""
+    return with_registered(
+        "gpu", (GEMV(), Matmul(), Reduction(), Transpose(), Elementwise(), Fallback())
+    )
 
 
 __all__ = ["Elementwise", "Fallback", "GEMV", "LowBatchGEMV", "Matmul", "Reduction",

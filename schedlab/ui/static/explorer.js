@@ -380,15 +380,13 @@ function render({ model, el }) {
     tabButtons[name].textContent = label;
     panes[name] = h("div", { class: "sl-pane", testid: name, role: "tabpanel" });
   }
-  const right = h(
-    "div",
-    { class: "sl-col sl-right" },
-    h("div", { class: "sl-tabs", role: "tablist" }, Object.values(tabButtons)),
-    h("div", { class: "sl-panes" }, Object.values(panes)),
-  );
+  const tabList = h("div", { class: "sl-tabs", role: "tablist" }, Object.values(tabButtons));
+  const paneBox = h("div", { class: "sl-panes" }, Object.values(panes));
+  const right = h("div", { class: "sl-col sl-right" }, tabList, paneBox);
   root.append(h("div", { class: "sl-main" }, left, middle, right));
 
   function showTab(name) {
+    if (!tabButtons[name]) name = "code"; // an extension's tab that has gone
     ui.tab = name;
     for (const [tab, button] of Object.entries(tabButtons)) {
       const active = tab === name;
@@ -1280,6 +1278,41 @@ function render({ model, el }) {
       : trace.bundle_error || "no bundle";
   }
 
+  // Extensions' tabs (state.panels): plain text each, after the built-in tabs; a panel with
+  // nothing to show for the open function has no tab.
+  function renderPanels(s) {
+    const wanted = new Map((s.panels || []).map((p) => [`panel-${p.name}`, p]));
+    for (const name of Object.keys(tabButtons)) {
+      if (!name.startsWith("panel-") || wanted.has(name)) continue;
+      tabButtons[name].remove();
+      panes[name].remove();
+      delete tabButtons[name];
+      delete panes[name];
+    }
+    for (const [name, panel] of wanted) {
+      if (!tabButtons[name]) {
+        tabButtons[name] = h("button", {
+          type: "button",
+          class: "sl-tab",
+          testid: `tab-${name}`,
+          role: "tab",
+          onclick: () => showTab(name),
+        });
+        panes[name] = h("div", { class: "sl-pane", testid: name, role: "tabpanel" });
+        tabList.append(tabButtons[name]);
+        paneBox.append(panes[name]);
+      }
+      tabButtons[name].textContent = panel.title;
+      const error = h("pre", { class: "sl-pane-error" });
+      error.textContent = panel.error || "";
+      error.hidden = !panel.error;
+      const text = h("pre", { class: "sl-code" });
+      text.textContent = panel.text || "";
+      panes[name].replaceChildren(error, text);
+    }
+    showTab(ui.tab);
+  }
+
   function renderTune(s) {
     const t = s.tune || {};
     const running = Boolean(t.running);
@@ -1542,6 +1575,7 @@ function render({ model, el }) {
     if (changed("pipeline", s.pipeline)) renderPipeline(s);
     if (changed("trace", s.trace)) renderTrace(s);
     if (changed("tune", [s.tune, s.targets, s.target])) renderTune(s);
+    if (changed("panels", s.panels || [])) renderPanels(s);
     recordRoundtrip(s);
     followDiff();
   }
