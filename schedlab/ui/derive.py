@@ -83,8 +83,10 @@ def _render_gpu(lowered: IRModule, target: Target) -> GeneratedCode:
 def predict(func: PrimFunc, target: Target) -> PredictionResult:
     """Ask schedlab.cost (imported lazily: it may not be installed or written yet)."""
     try:
-        cost = importlib.import_module("schedlab.cost")
-        predict = cost.predict
+        if target.is_gpu:  # the per-SM roofline with occupancy (schedlab/cost/gpu.py)
+            predict = importlib.import_module("schedlab.cost.gpu").predict_gpu
+        else:
+            predict = importlib.import_module("schedlab.cost").predict
     except (ImportError, AttributeError) as err:
         return PredictionResult(False, reason=f"no cost model available ({err})")
     try:

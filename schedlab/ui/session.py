@@ -481,6 +481,8 @@ def prediction_json(result: PredictionResult) -> dict:
                                 f"{nest.seconds * 1e3:.3f} ms, {nest.bound}-bound, "
                                 f"cores {nest.cores_used}, lanes {nest.vector_lanes} "
                                 f"({nest.vectorization})"])  # fmt: skip
+        notes = getattr(details, "notes", None)  # the GPU model's kernels (cost/gpu.py)
+        assumptions += notes() if callable(notes) else []
     return {"available": True, "seconds": result.seconds, "text": _ms(result.seconds),
             "bound": getattr(details, "bound", ""), "assumptions": assumptions}  # fmt: skip
 

@@ -326,3 +326,13 @@ def test_set_target_to_a_gpu_preset_shows_its_cuda_source_and_keeps_tuning_on_th
     tune = _act(session, "tune_start", trials=4, per_batch=2, target="sm_90")["tune"]
     assert "target must be one of ['cpu']" in tune["error"]
     assert _act(session, "set_target", target="cpu")["target"] == "cpu"
+
+
+def test_a_gpu_target_shows_the_gpu_predicted_latency_with_its_kernels(session):
+    state = _act(session, "set_target", target="h200")
+    prediction = state["prediction"]
+    assert prediction["available"] and prediction["text"].endswith("ms")
+    notes = dict(prediction["assumptions"])
+    assert "occupancy" in notes["kernel gemm_kernel"] and "peak DRAM bytes/s" in notes
+    cpu = _act(session, "set_target", target="cpu")["prediction"]
+    assert cpu["available"] and "kernel gemm_kernel" not in dict(cpu["assumptions"])
