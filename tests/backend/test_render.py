@@ -288,5 +288,32 @@ def test_parallel_loops_take_their_thread_count_from_the_target():
     from schedlab.target import Target
 
     func = _gemm(17, 23, 29)
-    assert "num_threads(3)" in CpuRenderer(Target("cpu", num_cores=3)).render(func).source
-    assert "num_threads" not in _render(func).source  # no target: OpenMP's own count
+    source = CpuRenderer(Target("cpu", num_cores=3)).render(func).source
+    assert "num_threads(sl_threads(3))" in source  # fewer if OMP_NUM_THREADS says so
+    assert "num_threads(" not in _render(func).source  # no target: OpenMP's own count
+
+
+def test_omp_num_threads_can_lower_the_targets_thread_count(tmp_path):
+    """The thread count a parallel loop asks for, `sl_threads(cores)` from the kernel's own
+    source compiled with gcc -fopenmp: the target's cores, fewer when OMP_NUM_THREADS says so
+    (a machine shared with other work), never more."""
+    import os
+    import subprocess
+
+    from schedlab.target import Target
+
+    source = CpuRenderer(Target("cpu", num_cores=2)).render(_gemm(5, 6, 7)).source
+    start = source.index("#ifdef _OPENMP")
+    helper = source[start : source.index("#endif", start) + len("#endif")]
+    program = tmp_path / "threads.c"
+    program.write_text(
+        "#include <stdio.h>\n"
+        + helper
+        + '\nint main(void) { printf("%d\\n", sl_threads(2)); return 0; }\n'
+    )
+    binary = tmp_path / "threads"
+    subprocess.run(["gcc", "-fopenmp", "-o", str(binary), str(program)], check=True)
+    for threads, expected in (("1", "1"), ("2", "2"), ("8", "2")):
+        done = subprocess.run([str(binary)], capture_output=True, text=True, check=True,
+                              env={**os.environ, "OMP_NUM_THREADS": threads})  # fmt: skip
+        assert done.stdout.strip() == expected, (threads, done.stdout)

@@ -13,8 +13,9 @@ kernel `number` times and returns the elapsed seconds (timing in C keeps ctypes'
 out of measurements of tiny kernels; -1.0 on failure).
 
 Loops: the outermost PARALLEL loop becomes `#pragma omp parallel for schedule(static)
-num_threads(N)` with N the target's `num_cores` (one OpenMP region; parallel loops nested in it
-run serially; a target of one core gets one thread whatever OMP_NUM_THREADS says),
+num_threads(sl_threads(N))` with N the target's `num_cores`, fewer when OMP_NUM_THREADS asks
+for fewer (one OpenMP region; parallel loops nested in it run serially; a target of one core
+gets one thread whatever OMP_NUM_THREADS says),
 VECTORIZED loops `#pragma omp simd` when the body has no loop-carried dependence the renderer
 could miss (else a plain loop that gcc may still vectorize), UNROLLED loops
 `#pragma GCC unroll N`.
@@ -37,6 +38,15 @@ _NOIPA = """\
 #define SL_KERNEL __attribute__((noipa))
 #else
 #define SL_KERNEL __attribute__((noinline))
+#endif
+// a parallel loop's threads: the target's cores, fewer when OMP_NUM_THREADS (or
+// omp_set_num_threads) asks for fewer, as on a machine shared with other work
+#ifdef _OPENMP
+#include <omp.h>
+static inline int sl_threads(int cores) {
+  int most = omp_get_max_threads();
+  return cores < most ? cores : most;
+}
 #endif"""
 
 _MAX_UNROLL = 65534  # gcc's limit for `#pragma GCC unroll`
@@ -72,7 +82,7 @@ class CpuRenderer(CFamilyRenderer):
             if not self.openmp:
                 return "serial", [], "parallel, OpenMP disabled for this target"
             threads = int(getattr(self.target, "attrs", {}).get("num_cores", 0) or 0)
-            clause = f" num_threads({threads})" if threads > 0 else ""
+            clause = f" num_threads(sl_threads({threads}))" if threads > 0 else ""
             return "parallel", [f"#pragma omp parallel for schedule(static){clause}"], ""
         if kind == S.ForKind.VECTORIZED:
             if "simd" in enclosing:
