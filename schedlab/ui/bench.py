@@ -281,7 +281,7 @@ def _report(result: ExplorerBenchResult, label: str, rounds: int, log) -> None:
     if medians:
         every = result.concurrent_ms
         verdict = "met" if result.goal_met else "NOT met"
-        log(f"apply with {result.sessions} sessions applying at once ({len(WALK)}-step walks, "
+        log(f"apply with {_sessions(result.sessions)} applying at once ({len(WALK)}-step walks, "
             f"{rounds} round(s): {len(every) // len(medians)} applies a session), median per "
             f"session: " + ", ".join(f"{m:.0f}" for m in medians) + " ms")  # fmt: skip
         log(f"  slowest session's median {max(medians):.0f} ms, all applies: median "
@@ -294,13 +294,17 @@ def _report(result: ExplorerBenchResult, label: str, rounds: int, log) -> None:
             f"and Playwright) {cpu['browsers']:.1f} s, in {result.wall_s:.1f} s wall on "
             f"{os.cpu_count()} CPUs")  # fmt: skip
     verdict = "each shows only its own schedule" if result.isolated else "NOT ISOLATED"
-    log(f"isolation, {result.sessions} concurrent sessions: {verdict}")
+    log(f"isolation, {_sessions(result.sessions)} at once: {verdict}")
     for problem in result.mismatches:
         log(f"  {problem}")
     if result.external_requests:
         log(f"requests that left the machine: {result.external_requests}")
     else:
         log("requests that left the machine: none")
+
+
+def _sessions(n: int) -> str:
+    return f"{n} session" if n == 1 else f"{n} sessions"
 
 
 def _report_server(ms: list[float], log) -> None:
