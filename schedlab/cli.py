@@ -191,12 +191,12 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.apply import apply_bundle
 
             apply_bundle(args.bundle, out=args.out, check=args.check, seed=args.seed)
-        elif args.command == "run":
-            from schedlab.run import run_command
         elif args.command == "bench-gpu":
             from schedlab.bench_gpu import run_gpu_bench
 
             return run_gpu_bench(args)
+        elif args.command == "run":
+            from schedlab.run import run_command
 
             run_command(args.model, args.target, args.profile, args.shape, seed=args.seed,
                         repeat=args.repeat, database=args.database)  # fmt: skip
