@@ -27,19 +27,27 @@ MAX_PEEL_TIMES = 16  # max-completely-peel-times
 MAX_PEELED_INSNS = 200  # max-completely-peeled-insns
 
 
-def body_statements(nest, shapes) -> list[tuple[int, frozenset[int]]]:
+def body_statements(nest, shapes, offsets=frozenset()) -> list[tuple[int, frozenset[int]]]:
     """GIMPLE statements of one copy of the block's body: (count, loops whose variables they
-    depend on) per distinct computation (see the module doc)."""
+    depend on) per distinct computation (see the module doc). A loop in `offsets` is written
+    out as vector statements: each copy adds a constant to the index of the first (one add,
+    then its own scaling, pointer and memory access)."""
     nodes: dict[tuple, tuple[int, frozenset[int]]] = {}
     every: set[int] = set()
     n = len(nest.loops)
     for sh in shapes:
-        terms = sorted(((sh.linear_stride[j], j) for j in range(n) if sh.linear_stride[j]),
+        terms = sorted(((sh.linear_stride[j], j) for j in range(n)
+                        if sh.linear_stride[j] and j not in offsets),
                        key=lambda t: (-t[0], t[1]))  # fmt: skip
         expr = _flattened_index(terms, nodes)
         deps = frozenset(j for _, j in terms)
         if _constant_offset(sh):
             expr = ("plus", expr, "offset")
+            nodes[expr] = (1, deps)
+        moved = frozenset(j for j in offsets if sh.linear_stride[j])
+        if moved:  # the first copy adds no offset
+            nodes[("first copy", expr)] = (-1, deps)
+            expr, deps = ("plus", expr, ("copy", moved)), deps | moved
             nodes[expr] = (1, deps)
         address = (id(sh.access.buffer), expr)
         nodes[("address", address)] = (2, deps)  # scaled to bytes, added to the base pointer
@@ -99,21 +107,30 @@ def unrolled_before_vectorizing(nest, shapes) -> set[int]:
     """Indices of the loops of `nest` that are straight-line code when gcc's vectorizer runs:
     those the schedule unrolled (the C back end writes out the copies) and those gcc's early
     complete unrolling removes, walking out from the innermost loop."""
-    statements = body_statements(nest, shapes)
-    written_out = {j for j, lp in enumerate(nest.loops) if lp.kind == ForKind.UNROLLED}
+    written = {j: lp.extent for j, lp in enumerate(nest.loops) if lp.kind == ForKind.UNROLLED}
+    return straight_line(nest, shapes, written)
+
+
+def straight_line(nest, shapes, written: dict[int, int], offsets=frozenset()) -> set[int]:
+    """Indices of the loops that are straight-line code: `written` (loop -> copies the C back
+    end writes out: a loop the schedule unrolled, its extent; a vectorized loop turned into
+    vector statements, their number) and those gcc unrolls completely walking out from the
+    innermost loop, by its size model; `offsets` are the written loops whose copies differ
+    by a constant offset (vector statements)."""
+    statements = body_statements(nest, shapes, offsets)
     unrolled: set[int] = set()
     for j in range(len(nest.loops) - 1, -1, -1):
         loop = nest.loops[j]
-        if loop.kind == ForKind.UNROLLED:
+        if j in written:
             unrolled.add(j)
             continue
         if loop.kind != ForKind.SERIAL or loop.extent > MAX_PEEL_TIMES or j == 0:
             break
         # statements of this loop's variable and unrolled ones alone fold to constants (the
-        # loops the schedule unrolled are constants in every copy, inside this loop or not)
-        constant = unrolled | written_out | {j}
+        # loops written out are constants in every copy, inside this loop or not)
+        constant = unrolled | set(written) | {j}
         size = sum(
-            count * math.prod(nest.loops[d].extent for d in deps & unrolled)
+            count * math.prod(written.get(d, nest.loops[d].extent) for d in deps & unrolled)
             for count, deps in statements
             if not deps <= constant
         )

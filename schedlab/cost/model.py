@@ -6,20 +6,26 @@ is the bounding box its indices span over the loops inside L, counted in cache l
 capacity C holds the nest below the outermost level whose total footprint fits in C (for the L1,
 rows a power-of-two pitch apart count for the few sets they map to); the traffic into that cache
 is that footprint times the trips of the loops outside it. Compute time follows the C back end as
-gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`; or the loop gcc
+gcc -O3 compiles it: the vector lanes actually used (explicit `vectorize`: vector statements of
+the target's width, or an `omp simd` loop gcc vectorizes, an outer one too; or the loop gcc
 auto-vectorizes once its early complete unrolling, estimated from gcc's own size model in
 `early_unroll.py`, has removed the short loops: the innermost loop left when it is spatial with
 contiguous stores, a dense group of unrolled stores, or the loop around it (outer-loop
-vectorization); remainders included; vectors wider than the core's datapath issue in passes;
-strided accesses in a vector loop move element by element), and the latency of the reduction
-chains: a sum stays in a register across the reduction steps inside the vector loop and goes
-through memory (a store forwarded to the next load) between the others, overlapped as far as
-the out-of-order window sees independent outputs; and the cores used by `parallel` loops (with
-load imbalance). The init of a reduction is hoisted out of its loops by LowerInitBlock, so no
-branch sits in them.
+vectorization); remainders and epilogues included; vectors wider than the core's datapath issue
+in passes; strided accesses in a vector loop move element by element); the loads and stores the
+compiled loop keeps (`compiled.py`: vector statements and unrolled loops are straight-line code,
+gcc unrolls small loops around them, and what the innermost remaining loop does not move is
+hoisted out of it while the target's vector registers last: a register tile); and the latency
+of the reduction chains: a sum stays in a register across the straight-line steps and where it
+is hoisted, and goes through memory (a store forwarded to the next load) between the others,
+overlapped as far as the out-of-order window sees independent outputs; and the cores used by
+`parallel` loops (with load imbalance). The terms combine as a p-norm (`OVERLAP_NORM`): the
+largest dominates, the others still count. The init of a reduction is hoisted out of its loops
+by LowerInitBlock, so no branch sits in them.
 
-The constants below were fitted on `schedlab bench-cost`'s tuning seeds (see benchmark.py)
-within what the hardware documents allow; gcc's own limits are its --param defaults and its
+The constants below were fitted on `schedlab bench-cost`'s tuning seeds (see benchmark.py;
+measured on a Zen 5 machine as AVX2 code, Target("zen3"), and as AVX-512 code, the host) within
+what the hardware documents allow; gcc's own limits are its --param defaults and its
 -fopt-info-vec / -fdump-tree-cunrolli-details reports on those schedules."""
 
 from __future__ import annotations
@@ -31,31 +37,37 @@ from schedlab.ir import expr as E
 
 from .nest import Access, Nest
 
-# loop iterations whose dependence chains the core overlaps: the scheduler queues, not the
-# ~300-entry reorder buffer, fill first when every iteration waits on the one before
-OOO_WINDOW_ITERS = 48
-STRAIGHT_LINE_WINDOW = 1.5  # ... and how many times more when the inner loop is unrolled away
+# instructions in flight whose dependence chains the core overlaps: an iteration with few
+# loads and stores leaves room for more of them (Zen 3's reorder buffer holds 256, Zen 5's 448)
+OOO_WINDOW_INSTRUCTIONS = 400
 AUTO_UNROLL_EXTENT = 16  # gcc -O3 peels constant loops up to about this many trips ...
 AUTO_UNROLL_BODY = 16  # ... while the unrolled body stays about this small
-FMA_LATENCY = 4  # cycles between dependent FMAs (typical of x86 cores)
-VECTOR_FORWARD_CYCLES = 8  # a vector store forwarded to the next load of the same address
-# loads + stores per cycle per core: Zen 4 and recent Intel cores issue 3 loads and 2 stores
-# a cycle (fewer at 512 bits); 4 fits bench-cost's tuning seeds best
-LDST_PER_CYCLE = 4
+# cycles between dependent steps of a sum (an FMA is 4; gcc splits FMA chains into a multiply
+# and an add on Zen, and the chain pays for the loop around it)
+FMA_LATENCY = 5
+VECTOR_FORWARD_CYCLES = 4  # a vector store forwarded to the next load of the same address
+# loads + stores per cycle per core: Zen and recent Intel cores issue 3 loads or 2 stores a
+# cycle (fewer at 512 bits); 3 fits bench-cost's tuning seeds best
+LDST_PER_CYCLE = 3
 # a vector loop over a non-contiguous access (an `omp simd` across rows, a strided load): each
 # element is inserted into / extracted from its vector register by itself, at about this many
 # times the cost of a scalar load or store
 STRIDED_SIMD_COST = 3.0
 # bytes per cycle per core a level delivers into the one above it (register file <- L1, ...)
 LEVEL_BYTES_PER_CYCLE = {"L1": 64.0, "L2": 16.0, "L3": 16.0}
-L1_WAYS = 8  # associativity of the L1 data cache (8 on current x86 and Arm cores)
-ISSUE_WIDTH = 4  # arithmetic + load/store instructions a core issues per cycle
+L1_WAYS = 8  # associativity of an L1 data cache whose size does not say it (see predict.py)
+ISSUE_WIDTH = 5  # arithmetic + load/store instructions a core issues per cycle
 PARALLEL_LAUNCH_S = 3e-6  # entering one OpenMP parallel region
-AUTO_PEEL_EXTENT = 4  # gcc unrolls innermost constant loops this short before vectorizing
-AUTO_PEEL_BODY = 16  # ... while the unrolled body stays this small (gcc limits peeled size)
 # gcc's cost model still vectorizes a loop whose store moves by a short constant stride (a
 # small image row) with element inserts, but not one that jumps whole rows of a big matrix
-AUTOVEC_MAX_STORE_STRIDE = 32
+AUTOVEC_MAX_STORE_STRIDE = 16
+RESERVED_REGISTERS = 4  # vector registers a loop body needs besides the values kept in them
+# the terms of the roofline combine as a p-norm: the bottleneck dominates, the others add a
+# little (the core overlaps its resources, not perfectly)
+OVERLAP_NORM = 3.0
+# gcc vectorizes the loop around a strided spatial innermost loop in about this share of
+# bench-cost's schedules (its -fopt-info reports): the prediction weighs vector and scalar
+OUTER_VECTOR_ODDS = 0.65
 
 
 def eval_int(node, env: dict) -> int:

@@ -45,6 +45,7 @@ class Nest:
     flops_per_iter: int = 0
     fma_per_iter: int = 0
     dtype: str = "float32"
+    guarded: bool = False  # the block runs under a predicate (a split that does not divide)
 
 
 def _const_int(value, default: int = 1) -> int:
@@ -94,7 +95,10 @@ def _walk_block(realize: BlockRealize, loops: list[Loop], vmap: dict, nests) -> 
     if has_child:
         _walk(block.body, loops, inner, nests)
         return
-    nests.append(_leaf(block, loops, inner))
+    nest = _leaf(block, loops, inner)
+    guard = realize.predicate
+    nest.guarded = not (isinstance(guard, E.IntImm) and bool(guard.value))
+    nests.append(nest)
 
 
 def _leaf(block: Block, loops: list[Loop], vmap: dict) -> Nest:

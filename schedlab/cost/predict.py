@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.stmt import ForKind
 from schedlab.target import Target
 
 from . import model as M
+from .compiled import element_bits, load_stores, rewritten
 from .early_unroll import unrolled_before_vectorizing
 from .nest import Nest, extract
 
@@ -119,35 +120,59 @@ def _dtype(name: str) -> str:
     )
 
 
-def _element_bits(nest: Nest) -> int:
-    """Bits of the element type the block stores (float32: 32)."""
-    return max(8, int("".join(c for c in nest.dtype if c.isdigit()) or 32))
-
-
 def _lanes(nest: Nest, shapes, target: Target) -> tuple[float, str, int]:
     """Vector lanes (average elements per vector instruction), how they come about ("explicit",
-    "auto", "strided" or "none"), and the loop that carries them, as gcc -O3 emits the C. A
-    loop of n elements takes full vectors then power-of-two remainders (14 floats with 8
-    lanes: 8 + 4 + 2)."""
+    "auto", "strided" or "none"), and the loop that carries them, as gcc -O3 emits the C.
+    Vector statements of a power-of-two loop take full vectors then power-of-two remainders;
+    a loop gcc vectorizes takes the vectors it fills, then an epilogue (`_gcc_fill`)."""
     if not nest.loops:
         return 1.0, "none", -1
-    bits = _element_bits(nest)
+    bits = element_bits(nest)
     width = max(1, target.simd_width // bits) if not target.is_gpu else 1
-    last = len(nest.loops) - 1
     writes = [sh for sh in shapes if sh.access.write]
-    if nest.loops[last].kind == ForKind.VECTORIZED:
-        # `omp simd` packs contiguous stores directly; across rows (a column of C) the
-        # arithmetic is still vector, but gcc moves each element in and out by itself
-        if all(sh.linear_stride[last] == 1 for sh in writes):
-            return _vector_fill(nest.loops[last].extent, width), "explicit", last
-        return _vector_fill(nest.loops[last].extent, width), "strided", last
+    vectorized = [j for j, lp in enumerate(nest.loops) if lp.kind == ForKind.VECTORIZED]
+    if vectorized:
+        # the innermost one: vector statements, or (loops inside it) an `omp simd` loop that
+        # gcc vectorizes as an outer loop. Contiguous stores are packed directly; across rows
+        # (a column of C) the arithmetic is still vector, but each element moves by itself
+        v = vectorized[-1]
+        extent = nest.loops[v].extent
+        fill = _vector_fill(extent, width) if rewritten(nest, v) else _gcc_fill(extent, width)
+        if all(sh.linear_stride[v] == 1 for sh in writes):
+            return fill, "explicit", v
+        return fill, "strided", v
     if not writes:
         return 1.0, "none", -1
     found = _auto_vector_loop(nest, shapes, writes)
     if found is None:
         return 1.0, "none", -1
     elements, loop = found
-    return _vector_fill(elements, width), "auto", loop
+    return _gcc_fill(elements, max(1, _auto_vector_bits(target) // bits)), "auto", loop
+
+
+def _outer_over_spatial(nest: Nest, shapes, loop: int) -> bool:
+    """Whether gcc's vector loop is the loop around a strided spatial innermost loop (which
+    gcc's -fopt-info reports vectorized in only about 60% of bench-cost's schedules)."""
+    unrolled = unrolled_before_vectorizing(nest, shapes)
+    inner = max((j for j in range(len(nest.loops)) if j not in unrolled), default=-1)
+    return 0 <= loop < inner and not nest.loops[inner].reduce
+
+
+# gcc's tuning for these Intel cores prefers 256-bit vectors in the code it vectorizes itself
+# (-mprefer-vector-width=256); explicit vectors (GCC vector types) use the full width
+_PREFER_256 = ("skylake-avx512", "cascadelake", "cooperlake", "icelake-client",
+               "icelake-server", "tigerlake", "sapphirerapids", "cannonlake",
+               "rocketlake")  # fmt: skip
+
+
+def _auto_vector_bits(target: Target) -> int:
+    """Widest vector gcc's own vectorizer uses for `target`: the SIMD width, unless the flags
+    or the -march tuning prefer narrower vectors."""
+    width = target.simd_width
+    for flag in target.attrs.get("cflags") or ():
+        if flag.startswith("-mprefer-vector-width="):
+            return min(width, int(flag.split("=")[1]))
+    return min(width, 256) if target.attrs.get("march") in _PREFER_256 else width
 
 
 def _auto_vector_loop(nest: Nest, shapes, writes) -> tuple[int, int] | None:
@@ -213,7 +238,7 @@ def _widest_vector(fill: float, vloop: int, nest: Nest, target: Target) -> int:
     not above the elements it covers."""
     if fill <= 1.0 or vloop < 0:
         return 1
-    bits = _element_bits(nest)
+    bits = element_bits(nest)
     width = max(1, target.simd_width // bits)
     return min(width, 1 << (math.ceil(fill) - 1).bit_length()) if fill < width else width
 
@@ -225,9 +250,15 @@ def _vector_fill(extent: int, width: int) -> float:
     return extent / max(1, ops)
 
 
-def _peeled(loop, body: int) -> bool:
-    """Whether gcc -O3 peels this loop completely before vectorizing (small constant trips)."""
-    return loop.extent <= M.AUTO_PEEL_EXTENT and body * loop.extent <= M.AUTO_PEEL_BODY
+def _gcc_fill(extent: int, width: int) -> float:
+    """Elements per instruction of a loop gcc vectorizes itself (or under `omp simd`): the
+    widest vectors that the trip count fills at least once, then one epilogue vector of half
+    that width, then scalar iterations (gcc 12's vectorized epilogues)."""
+    vector = 1 << (min(width, max(1, extent)).bit_length() - 1)
+    rest = extent % vector
+    half = vector // 2
+    ops = extent // vector + (rest // half + rest % half if half > 1 else rest)
+    return extent / max(1, ops)
 
 
 def _unrolled_away(loop, body: int) -> bool:
@@ -237,62 +268,16 @@ def _unrolled_away(loop, body: int) -> bool:
     return loop.extent <= M.AUTO_UNROLL_EXTENT and body * loop.extent <= M.AUTO_UNROLL_BODY
 
 
-def _register_tile(nest: Nest) -> int:
-    """Index of the first loop of the innermost run the compiler sees whole: the innermost loop
-    plus the unrolled/vectorized loops around it, and small constant loops gcc -O3 unrolls
-    completely by itself. Accesses invariant in them stay in registers."""
-    start, body = len(nest.loops) - 1, nest.loops[-1].extent if nest.loops else 1
-    while start > 0:
-        lp = nest.loops[start - 1]
-        if lp.kind != ForKind.VECTORIZED and not _unrolled_away(lp, body):
-            break
-        start, body = start - 1, body * lp.extent
-    return max(0, start)
-
-
-def _ldst_ops(nest: Nest, shapes, lanes: float, vloop: int, iters: int,
-              passes: int = 1) -> float:  # fmt: skip
-    """Load/store instructions: accesses invariant in a register-tile loop are hoisted into
-    registers, and loads gcc hoists out of the innermost loops their address does not move in
-    (the arguments are `restrict`); contiguous accesses along the vector loop move `lanes`
-    elements at once."""
-    tile = _register_tile(nest)
-    total = 0.0
-    for sh in shapes:
-        reuse = 1
-        for j in range(tile, len(nest.loops)):
-            if not any(sh.spread[j]):
-                reuse *= nest.loops[j].extent
-        if not sh.access.write:
-            hoisted = 1
-            for j in range(len(nest.loops) - 1, -1, -1):
-                if any(sh.spread[j]):
-                    break
-                hoisted *= nest.loops[j].extent
-            reuse = max(reuse, hoisted)
-        # along the vector loop a contiguous access moves `lanes` elements per instruction,
-        # and an invariant one is a single broadcast for all of them; a strided one moves
-        # each element into or out of its vector register by itself
-        if vloop < 0:
-            total += iters / reuse
-        elif sh.linear_stride[vloop] in (0, 1):
-            total += iters / reuse / lanes * passes
-        else:
-            total += iters / reuse * M.STRIDED_SIMD_COST
-    return total
-
-
-def _ilp(nest: Nest, lanes: float, vloop: int) -> float:
+def _ilp(nest: Nest, lanes: float, vloop: int, window: float) -> float:
     """Independent accumulator chains the core overlaps. Every reduction step waits on the
     previous one of its output element (in a register, or through memory when a store sits
-    between them: see `_predict_nest`'s forward latency); the out-of-order window
-    (`OOO_WINDOW_ITERS` vector iterations) overlaps the distinct outputs it sees. Walking out
-    from the innermost loop until the window is full: spatial loops multiply the chains,
-    reduction loops only lengthen them."""
+    between them: see `_predict_nest`'s forward latency); the out-of-order window (`window`
+    vector iterations) overlaps the distinct outputs it sees. Walking out from the innermost
+    loop until the window is full: spatial loops multiply the chains, reduction loops only
+    lengthen them."""
     if not any(lp.reduce for lp in nest.loops):
         return math.inf
     span, chains = 1.0, 1.0
-    window = M.OOO_WINDOW_ITERS * (M.STRAIGHT_LINE_WINDOW if _straight_line(nest) else 1.0)
     for j in range(len(nest.loops) - 1, -1, -1):
         loop = nest.loops[j]
         extent = max(1.0, loop.extent / lanes) if j == vloop else float(loop.extent)
@@ -316,13 +301,6 @@ def _unrolled_reduction(nest: Nest) -> int:
     return steps
 
 
-def _straight_line(nest: Nest) -> bool:
-    """Whether the innermost loop is unrolled completely (by the schedule or by gcc): its
-    iterations then carry no loop counter or branch, so the window holds more of them."""
-    last = nest.loops[-1]
-    return last.kind == ForKind.UNROLLED or _peeled(last, 1)
-
-
 def _parallelism(nest: Nest, target: Target) -> tuple[int, float, int]:
     par = [j for j, lp in enumerate(nest.loops) if lp.kind == ForKind.PARALLEL]
     if not par:
@@ -334,38 +312,57 @@ def _parallelism(nest: Nest, target: Target) -> tuple[int, float, int]:
     return cores, imbalance, launches
 
 
-def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
+def _predict_nest(nest: Nest, target: Target, scalar: bool = False) -> NestPrediction:
     shapes = [M.analyze_access(a, nest) for a in nest.accesses]
+    lanes, how, vloop = (1.0, "none", -1) if scalar else _lanes(nest, shapes, target)
+    if how == "auto" and _outer_over_spatial(nest, shapes, vloop):
+        # gcc vectorizes a loop around a strided spatial one only some of the time: the
+        # expected cost lies between the vector code and the scalar walk down the columns
+        vector, plain = (
+            _estimate(nest, shapes, target, lanes, how, vloop),
+            _predict_nest(nest, target, scalar=True),
+        )
+        w = M.OUTER_VECTOR_ODDS
+        vector.seconds = vector.seconds**w * plain.seconds ** (1 - w)
+        return vector
+    return _estimate(nest, shapes, target, lanes, how, vloop)
+
+
+def _estimate(nest: Nest, shapes, target: Target, lanes: float, how: str,
+              vloop: int) -> NestPrediction:  # fmt: skip
+    """The roofline terms of one block compiled with the vectorization (`lanes` along loop
+    `vloop`) that `_lanes` found."""
     iters = math.prod(lp.extent for lp in nest.loops)
-    lanes, how, vloop = _lanes(nest, shapes, target)
-    eff_lanes = lanes
     cores, imbalance, launches = _parallelism(nest, target)
     clock = target.clock_ghz * 1e9
-    ilp = _ilp(nest, lanes, vloop)
     fma_units = target.attrs.get("fma_units", 1)
-    # a vector accumulator kept in memory waits on a full-width store-to-load forward as well,
-    # except between the steps of a reduction gcc unrolled completely (it forwards them itself)
-    forward = M.VECTOR_FORWARD_CYCLES / _unrolled_reduction(nest) if eff_lanes > 1 else 0.0
-    latency = M.FMA_LATENCY + forward
     # a vector wider than the core's datapath issues as several halves (Zen 4's 512-bit ops)
     pump = _datapath_passes(_widest_vector(lanes, vloop, nest, target), nest, target)
-    rate = min(fma_units / pump, ilp / latency) * max(1.0, eff_lanes)  # scalar ops per cycle
+    ldst, in_register, straight = load_stores(nest, shapes, lanes, vloop, target, pump)
     instr = max(1, nest.flops_per_iter - nest.fma_per_iter)
-    compute = iters * instr / rate / clock / cores
-    ldst = _ldst_ops(nest, shapes, eff_lanes, vloop, iters, pump)
+    vector_iters = iters / max(1.0, lanes)
+    # the out-of-order window holds as many iterations as their instructions fill
+    per_iter = (ldst + vector_iters * instr) / vector_iters
+    ilp = _ilp(nest, lanes, vloop, M.OOO_WINDOW_INSTRUCTIONS / max(1.0, per_iter))
+    latency = M.FMA_LATENCY + _forward_cycles(nest, lanes, vloop, in_register, straight)
+    rate = min(fma_units / pump, ilp / latency) * max(1.0, lanes)  # scalar ops per cycle
     terms = {
-        "compute": compute,
+        "compute": iters * instr / rate / clock / cores,
         "load_store": ldst / M.LDST_PER_CYCLE / clock / cores,
-        "issue": (iters * instr / max(1.0, eff_lanes) + ldst) / M.ISSUE_WIDTH / clock / cores,
+        "issue": (vector_iters * instr + ldst) / M.ISSUE_WIDTH / clock / cores,
     }
     line = target.attrs.get("cache_line_bytes", 64)
     mem_nest, mem_shapes = _in_vector_order(nest, shapes, vloop)
     fp = M.footprints(mem_shapes, mem_nest, line)
-    l1_span = (target.attrs.get("l1d_bytes", 0) or 0) // M.L1_WAYS
+    l1_span = (target.attrs.get("l1d_bytes", 0) or 0) // _l1_ways(target)
     fp_l1 = M.footprints(mem_shapes, mem_nest, line, l1_span) if l1_span >= line else fp
     moved, fits = _memory_terms(mem_nest, fp, fp_l1, target, cores, clock, terms)
     bound = max(terms, key=terms.get)
-    seconds = terms[bound] * imbalance + launches * M.PARALLEL_LAUNCH_S
+    # the core overlaps its resources, but not perfectly: every term adds a little to the
+    # largest one (a p-norm; p = infinity would be the roofline, blind to all but the
+    # bottleneck, so that vectorizing or unrolling a loop that is not it changed nothing)
+    combined = sum(t**M.OVERLAP_NORM for t in terms.values()) ** (1 / M.OVERLAP_NORM)
+    seconds = combined * imbalance + launches * M.PARALLEL_LAUNCH_S
     names = [lp.var.name for lp in nest.loops] + ["(one iteration)"]
     flops = iters * nest.flops_per_iter
     return NestPrediction(
@@ -388,9 +385,34 @@ def _predict_nest(nest: Nest, target: Target) -> NestPrediction:
     )
 
 
+def _forward_cycles(nest: Nest, lanes: float, vloop: int, in_register: bool,
+                    straight: set[int]) -> float:  # fmt: skip
+    """Cycles a vector accumulator kept in memory adds to each reduction step: a full-width
+    store forwarded to the next load, except between the steps the straight-line code holds
+    in a register (reduction loops unrolled completely: written out as vector statements, or
+    by gcc) and where the accumulator stays in a register across the kept loop."""
+    if in_register or lanes <= 1:
+        return 0.0
+    if rewritten(nest, vloop):
+        steps = math.prod(nest.loops[j].extent for j in straight if nest.loops[j].reduce)
+    else:
+        steps = _unrolled_reduction(nest)
+    return M.VECTOR_FORWARD_CYCLES / steps
+
+
+def _l1_ways(target: Target) -> int:
+    """Associativity of the L1 data cache: x86 L1s are indexed by the page offset (64 sets of
+    64 bytes: 4 KiB per way), so their size says it (Zen 3: 32 KiB, 8 ways; Zen 5: 48 KiB,
+    12 ways); elsewhere `L1_WAYS`."""
+    size = target.attrs.get("l1d_bytes", 0) or 0
+    if target.attrs.get("arch") == "x86_64" and size >= 4096:
+        return size // 4096
+    return M.L1_WAYS
+
+
 def _datapath_passes(vector_lanes: int, nest: Nest, target: Target) -> int:
     """Passes through the core's SIMD datapath one vector instruction of `vector_lanes` takes."""
-    bits = _element_bits(nest)
+    bits = element_bits(nest)
     datapath = target.attrs.get("simd_datapath_bits") or target.attrs.get("simd_width") or bits
     return max(1, math.ceil(vector_lanes * bits / max(1, datapath)))
 
@@ -401,8 +423,7 @@ def _in_vector_order(nest: Nest, shapes, vloop: int):
     if vloop < 0 or vloop == len(nest.loops) - 1:
         return nest, shapes
     loops = nest.loops[:vloop] + nest.loops[vloop + 1 :] + [nest.loops[vloop]]
-    moved = Nest(nest.name, loops, nest.accesses, nest.flops_per_iter, nest.fma_per_iter,
-                 nest.dtype)  # fmt: skip
+    moved = replace(nest, loops=loops)
     return moved, [M.analyze_access(a, moved) for a in nest.accesses]
 
 

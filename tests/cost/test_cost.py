@@ -122,11 +122,39 @@ def test_bench_cost_runs_small(monkeypatch):
 
     monkeypatch.setitem(benchmark.SIZES, "gemm", {"M": 24, "N": 20, "K": 12})
     lines = []
-    result = benchmark.run_cost_bench(count=3, workload_names=["gemm"], log=lines.append)
-    assert set(result) == {"gemm", "overall"}
-    assert all(-1.0 <= rho <= 1.0 for rho in result.values())
-    assert any("Spearman" in line for line in lines)
+    result = benchmark.run_cost_bench(count=3, seeds=(7, 1), workload_names=["gemm"],
+                                      log=lines.append, target="zen3")  # fmt: skip
+    assert set(result["seeds"]) == {7, 1}
+    assert all(set(rhos) == {"gemm", "overall"} for rhos in result["seeds"].values())
+    assert all(-1.0 <= rho <= 1.0 for rhos in result["seeds"].values() for rho in rhos.values())
+    assert set(result["pooled"]) == {"gemm", "overall"}
+    # the target is printed, and every seed's correlation with whether it is held out
+    assert lines[0].startswith("target: cpu: AMD Zen 3 (preset)") and "256-bit" in lines[0]
+    assert any("seed   7 (held out" in line for line in lines)
+    assert any("seed   1 (tuning" in line for line in lines)
     assert 1 <= benchmark.available_cores()
+
+
+def test_bench_cost_command_line(monkeypatch):
+    from schedlab import cli
+    from schedlab.cost import benchmark
+
+    calls = []
+    monkeypatch.setattr(benchmark, "run_cost_bench", lambda **kw: calls.append(kw))
+    assert cli.main(["bench-cost", "--target", "zen3", "--seed", "0,7-8", "--count", "5"]) == 0
+    assert calls[-1]["target"] == "zen3" and calls[-1]["seeds"] == (0, 7, 8)
+    assert cli.main(["bench-cost"]) == 0
+    assert calls[-1]["target"] == "cpu" and tuple(calls[-1]["seeds"]) == benchmark.HELD_OUT_SEEDS
+    with pytest.raises(ValueError, match="--seed"):
+        benchmark.parse_seeds("0,x")
+
+
+def test_measurements_share_arguments():
+    from schedlab.cost.benchmark import _shared_args
+
+    a, b, c = gemm(8), gemm(8), gemm(16)
+    args = _shared_args([a, b, c])
+    assert args[0] is args[1] and args[2] is not args[0]
 
 
 def _gemm_order(n, order, split_k=None):
