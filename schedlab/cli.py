@@ -58,7 +58,12 @@ def _parser() -> argparse.ArgumentParser:
         help="Spearman correlation of predicted and measured latency over random schedules",
     )
     cost.add_argument("--count", type=int, default=50, help="random schedules per workload")
-    cost.add_argument("--seed", type=int, default=0, help="seed of the random schedules")
+    cost.add_argument("--seed", "--seeds", dest="seeds", default=None, metavar="N[,N...]",
+                      help="seeds of the random schedules, each reported on its own "
+                      "(default: the held-out seeds 0,7,8)")  # fmt: skip
+    cost.add_argument("--target", default="cpu",
+                      help="target to predict and build for: cpu (the host) or a preset the "
+                      "host can run, e.g. zen3 for AVX2 code (default cpu)")  # fmt: skip
     cost.add_argument("--cores", type=int, default=None, help="cores to predict for "
                       "(default: the cores free at the start, from the load average)")  # fmt: skip
     explorer = commands.add_parser(
@@ -164,9 +169,10 @@ def main(argv: list[str] | None = None) -> int:
 
             run_schedule_bench(args.size, repeat=args.repeat)
         elif args.command == "bench-cost":
-            from schedlab.cost.benchmark import run_cost_bench
+            from schedlab.cost.benchmark import HELD_OUT_SEEDS, parse_seeds, run_cost_bench
 
-            run_cost_bench(count=args.count, seed=args.seed, cores=args.cores)
+            seeds = parse_seeds(args.seeds) if args.seeds else HELD_OUT_SEEDS
+            run_cost_bench(count=args.count, seeds=seeds, cores=args.cores, target=args.target)
         elif args.command == "bench-explorer":
             from schedlab.ui.bench import run_explorer_bench
 
