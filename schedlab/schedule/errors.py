@@ -37,9 +37,14 @@ class ScheduleError(SchedlabError):
         self.render_level = render_level
         return self
 
-    def __str__(self) -> str:
+    @property
+    def cause(self) -> str:
+        """The one-line message: which primitive and what was wrong, without the function."""
         head = f"ScheduleError in {self.primitive}: " if self.primitive else "ScheduleError: "
-        text = head + self.reason
+        return head + self.reason
+
+    def __str__(self) -> str:
+        text = self.cause
         if self.render_level != "detail" or self.func is None:
             return text
         from schedlab.script.printer import script

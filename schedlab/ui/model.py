@@ -17,7 +17,6 @@ its own branches (named Schedules); a "step" is a user-visible version of the cu
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -587,9 +586,9 @@ _FUNCTION_HEADER = re.compile(r"^The function, with what this is about marked \^
 def _cause_and_function(err: ScheduleError) -> tuple[str, str]:
     """A ScheduleError's cause (what broke) and, apart, the function printed with the
     offending loops/blocks marked ("" when the error has none): people read the cause first."""
-    brief = copy.copy(err)
-    brief.render_level = "none"
-    cause, full = str(brief), str(err)
+    # not a copy with render_level "none": once distributed is imported (tblib), copy.copy of
+    # an exception shares its __dict__, and the copy's level silenced the original's function
+    cause, full = err.cause, str(err)
     if not full.startswith(cause):
         return full, ""
     return cause, _FUNCTION_HEADER.sub("", full[len(cause) :].lstrip("\n"))

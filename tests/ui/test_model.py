@@ -551,3 +551,18 @@ def test_palette_docs_are_whole_sentences():
         "of the chain between them stays where it is."
     )
     assert all(doc.endswith((".", ")")) and "\n" not in doc for doc in docs.values()), docs
+
+
+def test_an_illegal_steps_function_survives_distributed_being_imported(model):
+    """distributed installs tblib's exception pickling, after which copy.copy of an exception
+    shares its __dict__: the cause must not be made by silencing a copy (the function went
+    missing from every later error in a test run that had imported distributed)."""
+    pytest.importorskip("distributed")
+    import distributed  # noqa: F401
+
+    for _ in range(2):  # the second error too: nothing was silenced by the first
+        _, _, k = _select_outer(model)
+        model.select_loop(k)
+        result = model.apply("split", factors=[2, 2])
+        assert not result.ok and result.message.startswith("ScheduleError in split:")
+        assert result.detail.startswith("@T.prim_func") and "^^^" in result.detail
