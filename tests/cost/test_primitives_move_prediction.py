@@ -3,15 +3,17 @@ direction the measured latency moves (issue #15: split, reorder and parallel, th
 and unroll, used to leave the prediction where it was).
 
 The directions were measured on an AMD Zen 5 machine (1 thread, minimum of interleaved runs on
-one set of arrays), building AVX2 code (Target("zen3"), gcc -march=znver3) and AVX-512 code
-(Target("zen5")); milliseconds, before -> after:
+one set of arrays; two sessions, whose levels differ with where the arrays fall modulo 4 KiB),
+building AVX2 code (Target("zen3"), gcc -march=znver3) and AVX-512 code (the host); ms:
 
-  tile i 8, j 32, k 4; order i0 j0 k0 k1 i1 j1; vectorize j1:  AVX2 46 -> 32, AVX-512 43 -> 14
+  tile i 8, j 32, k 4; order i0 j0 k0 k1 i1 j1; vectorize j1:  AVX2 46-74 -> 32-50,
+                                                               AVX-512 43-52 -> 14-22
   tile i 4, j 32, k 8; order i0 j0 k0 k1 i1 j1; vectorize j1:  AVX2 52 -> 40, AVX-512 50 -> 29
   tile i 8, j 16, k 4; order i0 j0 k0 i1 k1 j1; vectorized j1, unroll i1:
-                                                               AVX2 51 -> 41, AVX-512 44 -> 29
+                                                  AVX2 51-62 -> 41-43, AVX-512 44-50 -> 29-31
   tile i 32, j 64, k 4; order i0 i1 j0 j1 k0 k1 (the explorer's walk, no reorder); vectorize
-  j1, then unroll k1:                  AVX2 364, 363, 359; AVX-512 542, 544, 544 (no change)
+  j1, then unroll k1:       AVX2 349-364 throughout, AVX-512 533-544 throughout (no change)
+  split i by 32, parallel i0 (2 threads):  AVX2 640 -> 318, AVX-512 148 -> 76
 
 Vector statements of the target's width let gcc unroll the rows around them and keep the tile
 of C in registers across the k loops (gcc's own vectorization of the same loop does not); the
