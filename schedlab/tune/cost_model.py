@@ -203,9 +203,22 @@ class XGBModel(CostModel):
         prior = np.array([_prior_secs(f) for f in feats])
         key = _task_key(task)
         if not self._learned(key):
-            return _prior_scores(prior, self._analytical.reference_seconds(task))
-        margins = self._margins(feats, self._prior_margin(prior, key), key)
-        return np.exp2(np.clip(margins, -60.0, 60.0))
+            scores = _prior_scores(prior, self._analytical.reference_seconds(task))
+        else:
+            margins = self._margins(feats, self._prior_margin(prior, key), key)
+            scores = np.exp2(np.clip(margins, -60.0, 60.0))
+        return self._known_failures_last(key, feats, scores)
+
+    def _known_failures_last(self, key: str, feats, scores: np.ndarray) -> np.ndarray:
+        """A candidate whose features are those of one that failed to build or run scores
+        below every other: out of fold the trees cannot learn failures that no feature
+        explains (the blend then keeps them out), but the same candidate fails again."""
+        data = self._data.get(key)
+        if data is None or data.ok == len(data.secs):
+            return scores
+        failed = {f.tobytes() for f, s in zip(data.features, data.secs) if not math.isfinite(s)}
+        floor = float(np.min(scores)) / 2 if len(scores) else 0.0
+        return np.array([floor if f.tobytes() in failed else v for f, v in zip(feats, scores)])
 
     def update(self, task: TuneTask, mods: list, run_secs: list[float | None]) -> None:
         if len(mods) != len(run_secs):
