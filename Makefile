@@ -63,11 +63,11 @@ bench-tune: toolchain venv
 bench-cpu: toolchain venv
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/schedlab bench-cpu
 
-clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache
 # The Dlight GPU kernels' goals (fp32 and fp16 gemm, fp16 GEMV) next to cuBLAS, on the NVIDIA
 # GPU here (needs cupy: pip install cupy-cuda12x); without one, every kernel is compiled to PTX
 # and no figure is measured.
 bench-gpu: venv
 	$(BIN)/schedlab bench-gpu $(if $(TARGET),--target $(TARGET))
 
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .schedlab_cache

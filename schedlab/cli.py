@@ -85,14 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     from schedlab.bench_cpu import add_bench_cpu_parser
 
     add_bench_cpu_parser(commands)
+    from schedlab.bench_gpu import add_bench_gpu_parser
+
+    add_bench_gpu_parser(commands)
     serve = commands.add_parser(
         "serve", help="start the explorer web app (Panel) on a built-in example or your model"
     )
     serve.add_argument("--port", type=int, default=5006, help="port (default 5006)")
     serve.add_argument("--address", default="127.0.0.1", help="address to listen on")
-    from schedlab.bench_gpu import add_bench_gpu_parser
-
-    add_bench_gpu_parser(commands)
     serve.add_argument("--workload", default="gemm", help="workload opened in each new session")
     serve.add_argument("--size", default=None,
                        help="its sizes: N or KEY=VALUE[,...] (default gemm 1024)")  # fmt: skip
@@ -193,14 +193,14 @@ def main(argv: list[str] | None = None) -> int:
             from schedlab.bench_cpu import run_cpu_bench
 
             return run_cpu_bench(args)
-        elif args.command == "apply":
-            from schedlab.apply import apply_bundle
-
-            apply_bundle(args.bundle, out=args.out, check=args.check, seed=args.seed)
         elif args.command == "bench-gpu":
             from schedlab.bench_gpu import run_gpu_bench
 
             return run_gpu_bench(args)
+        elif args.command == "apply":
+            from schedlab.apply import apply_bundle
+
+            apply_bundle(args.bundle, out=args.out, check=args.check, seed=args.seed)
         elif args.command == "run":
             from schedlab.run import run_command
 

@@ -1,9 +1,9 @@
 """Default GPU schedule rules (TVM's dlight.gpu), tried in this order by `default_rules()`:
 `GEMV` (matrix-vector and low-batch GEMM: a tile of outputs per block, threads split K),
-`Matmul` (GEMM-like reductions: shared-memory tiles), `GeneralReduction` (a row reduction and
-the blocks around it that share its rows, softmax / layer_norm / rms_norm, fused into one kernel
-with one thread block per row), `Reduction` (a single reduction: one thread block per output,
-threads cooperating), `Transpose` (shared-memory tile), `Elementwise` (injective blocks),
+`Matmul` (GEMM-like reductions: shared-memory tiles), `Reduction` (one thread block per
+output, threads cooperating: softmax's max and sum, layer_norm's mean, rms_norm's sum of
+squares, each its own kernel; no GeneralReduction fusing a chain into one kernel yet),
+`Transpose` (shared-memory tile), `Elementwise` (injective blocks),
 `Fallback` (every other block: spatial loops fused and bound to blocks and threads).
 
 Rules whose threads split a reduction leave the combining of the threads' parts to the GPU
