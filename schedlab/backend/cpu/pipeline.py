@@ -14,8 +14,9 @@ def library_dispatch_passes(target: Target) -> list[Pass]:
     return []
 
 
-def legalize_passes(target: Target) -> list[Pass]:
-    """Operators -> scheduled loop-IR kernels."""
+def fusion_passes() -> list[Pass]:
+    """Operators -> fused, unscheduled kernels: the part of the legalize phase every backend
+    shares (the GPU pipeline uses it too)."""
     from schedlab.relax import transform as T
 
     return [
@@ -28,6 +29,15 @@ def legalize_passes(target: Target) -> list[Pass]:
         T.FuseTIR(),  # each group -> one PrimFunc
         T.DeadCodeElimination(),  # drop the now-unused originals
         T.AttachLayoutFreeBuffers(),  # constant weights marked: their packing is free
+    ]
+
+
+def legalize_passes(target: Target) -> list[Pass]:
+    """Operators -> scheduled loop-IR kernels."""
+    from schedlab.relax import transform as T
+
+    return [
+        *fusion_passes(),
         # tuning hooks in here: extract_tasks stops before this pass, ApplyDatabase goes in
         # just before it (schedlab.relax.pipeline.SCHEDULE_PASS names it)
         default_schedule(target),  # dlight CPU rules on every PrimFunc not yet scheduled

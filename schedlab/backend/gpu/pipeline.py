@@ -14,18 +14,12 @@ def library_dispatch_passes(target: Target) -> list[Pass]:
 
 
 def legalize_passes(target: Target) -> list[Pass]:
-    """Operators -> fused kernels, each scheduled by the dlight GPU rules."""
-    from schedlab.relax import transform as T
+    """Operators -> fused kernels (the CPU pipeline's fusion passes), each scheduled by the
+    dlight GPU rules."""
+    from ..cpu.pipeline import fusion_passes
 
     return [
-        T.LegalizeOps(),  # every registered operator call -> call_tir of a PrimFunc
-        T.AnnotateTIROpPattern(),  # op_pattern attr on each PrimFunc, for FuseOps
-        T.FoldConstant(),  # run kernels whose inputs are all constants at compile time
-        T.DeadCodeElimination(),  # drop unused bindings and PrimFuncs before fusing
-        T.CanonicalizeBindings(),  # x = y aliases removed, so fusion sees real producers
-        T.FuseOps(),  # group producer/consumer chains into fused graph functions
-        T.FuseTIR(),  # each group -> one PrimFunc
-        T.DeadCodeElimination(),  # drop the now-unused originals
+        *fusion_passes(),
         default_schedule(target),  # dlight GPU rules on every PrimFunc not yet scheduled
     ]
 
