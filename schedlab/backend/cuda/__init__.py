@@ -7,29 +7,20 @@ from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.target import Target
 
 from ..gpu.codegen import CudaRenderer
-from ..gpu.launch import GpuKernel, launches
+from ..gpu.launch import GpuKernel, GpuLibrary
 from . import nvrtc
 from .runtime import CupyDevice
 
 
-class CudaLibrary:
+class CudaLibrary(GpuLibrary):
     """The PTX of a lowered module; `kernel(name)` is a callable `Kernel` (cupy runs it)."""
 
     def __init__(self, rendered, lowered: IRModule, target: Target, ptx: str):
-        self.rendered = rendered
-        self.lowered = lowered
-        self.target = target
+        super().__init__(rendered, lowered, target, CupyDevice(ptx))
         self.ptx = ptx
-        self.device = CupyDevice(ptx)
-
-    @property
-    def source(self) -> str:
-        return self.rendered.source
 
     def kernel(self, name: str, original: PrimFunc | None = None) -> GpuKernel:
-        runs = launches(self.rendered, self.lowered, name)
-        func = original if original is not None else runs[0].func
-        kernel = GpuKernel(name, func, self.lowered, self.target, self.source, runs, self.device)
+        kernel = super().kernel(name, original)
         kernel.ptx = self.ptx
         return kernel
 

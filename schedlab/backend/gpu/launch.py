@@ -176,3 +176,23 @@ class GpuKernel(Kernel):
 
 
 __all__ = ["Launch", "launches", "Device", "GpuKernel"]
+
+
+class GpuLibrary:
+    """The rendered kernels of a lowered module on one device; `kernel(name)` is a callable
+    `GpuKernel` (the CUDA and OpenCL back ends' libraries)."""
+
+    def __init__(self, rendered: RenderedModule, lowered: IRModule, target, device: Device):
+        self.rendered = rendered
+        self.lowered = lowered
+        self.target = target
+        self.device = device
+
+    @property
+    def source(self) -> str:
+        return self.rendered.source
+
+    def kernel(self, name: str, original=None) -> GpuKernel:
+        runs = launches(self.rendered, self.lowered, name)
+        func = original if original is not None else runs[0].func
+        return GpuKernel(name, func, self.lowered, self.target, self.source, runs, self.device)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from schedlab.ir.transform import Pass
 from schedlab.target import Target
 
+from ..cpu import pipeline as cpu_pipeline
+
 
 def library_dispatch_passes(target: Target) -> list[Pass]:
     """Vendor-library offload (cuBLAS, CLML in TVM): none yet."""
@@ -16,10 +18,8 @@ def library_dispatch_passes(target: Target) -> list[Pass]:
 def legalize_passes(target: Target) -> list[Pass]:
     """Operators -> fused kernels (the CPU pipeline's fusion passes), each scheduled by the
     dlight GPU rules."""
-    from ..cpu.pipeline import fusion_passes
-
     return [
-        *fusion_passes(),
+        *cpu_pipeline.fusion_passes(),
         default_schedule(target),  # dlight GPU rules on every PrimFunc not yet scheduled
     ]
 
@@ -32,19 +32,11 @@ def default_schedule(target: Target) -> Pass:
     return dlight.ApplyDefaultSchedule(*gpu.default_rules(), target=target)
 
 
-def dataflow_lower_passes(target: Target) -> list[Pass]:
-    """The graph in the form the VM runs."""
-    from schedlab.relax import transform as T
+# the graph's VM form and last touches are the CPU pipeline's: nothing about them is GPU-specific
+dataflow_lower_passes = cpu_pipeline.dataflow_lower_passes
+finalize_passes = cpu_pipeline.finalize_passes
 
-    return [
-        T.ToNonDataflow(),  # one kind of block and variable from here on
-        T.CallTIRRewrite(),  # call_tir -> alloc_tensor + kernel call writing it
-        T.StaticPlanBlockMemory(),  # intermediates of static shape share storage
-    ]
-
-
-def finalize_passes(target: Target) -> list[Pass]:
-    """Last touches before code generation."""
-    from schedlab.relax.pipeline import AttachGlobalSymbol
-
-    return [AttachGlobalSymbol()]  # every function named by its "global_symbol" attr
+__all__ = [
+    "library_dispatch_passes", "legalize_passes", "default_schedule", "dataflow_lower_passes",
+    "finalize_passes",
+]  # fmt: skip

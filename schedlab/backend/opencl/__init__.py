@@ -8,27 +8,16 @@ from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.target import Target
 
 from ..gpu.codegen import OpenCLRenderer
-from ..gpu.launch import GpuKernel, launches
+from ..gpu.launch import GpuLibrary
 from .runtime import OpenCLDevice
 
 
-class OpenCLLibrary:
+class OpenCLLibrary(GpuLibrary):
     """The OpenCL program of a lowered module; `kernel(name)` is a callable `Kernel`."""
 
     def __init__(self, rendered, lowered: IRModule, target: Target):
-        self.rendered = rendered
-        self.lowered = lowered
-        self.target = target
-        self.device = OpenCLDevice(rendered.source)  # builds the program: errors show now
-
-    @property
-    def source(self) -> str:
-        return self.rendered.source
-
-    def kernel(self, name: str, original: PrimFunc | None = None) -> GpuKernel:
-        runs = launches(self.rendered, self.lowered, name)
-        func = original if original is not None else runs[0].func
-        return GpuKernel(name, func, self.lowered, self.target, self.source, runs, self.device)
+        # builds the program now, so build errors show at build time
+        super().__init__(rendered, lowered, target, OpenCLDevice(rendered.source))
 
 
 def build_module(lowered: IRModule | PrimFunc, target: Target | str = "opencl") -> OpenCLLibrary:

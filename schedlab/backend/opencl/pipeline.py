@@ -1,14 +1,4 @@
 """The opencl graph pipeline: the shared GPU pipeline (schedlab/backend/gpu/pipeline.py)."""
 
-from ..gpu.pipeline import (
-    dataflow_lower_passes,
-    default_schedule,
-    finalize_passes,
-    legalize_passes,
-    library_dispatch_passes,
-)
-
-__all__ = [
-    "library_dispatch_passes", "legalize_passes", "default_schedule", "dataflow_lower_passes",
-    "finalize_passes",
-]  # fmt: skip
+from ..gpu.pipeline import *  # noqa: F403 - the shared GPU pipeline, re-exported
+from ..gpu.pipeline import __all__  # noqa: F401
