@@ -148,13 +148,6 @@ def conv_model(path: Path, shape: ConvShape, seed: int = 0) -> Path:
     return path
 
 
-def conv_layer_model(path: Path, channels: int, size: int, seed: int = 0) -> tuple[Path, int]:
-    """An onnx Conv(3x3, pad 1, bias) + Relu with `channels` in and out on a size x size image;
-    returns its path and FLOPs."""
-    shape = ConvShape(channels, channels, size)
-    return conv_model(path, shape, seed), shape.flops
-
-
 def model_conv_shapes(path: Path) -> list[ConvShape]:
     """The distinct square NCHW Conv layers (groups 1) of the onnx model at `path`, in order."""
     import onnx
@@ -186,41 +179,38 @@ def model_conv_shapes(path: Path) -> list[ConvShape]:
 def bench_conv_layer(channels: int, size: int, target: Target, scratch: Path,
                      goal: bool) -> CaseResult:  # fmt: skip
     """One 3x3 layer through the default pipeline next to onnxruntime."""
-    from schedlab.run import run_model
-
     print(f"\n== conv 3x3 + ReLU, {channels} channels at {size}x{size}")
-    path, flops = conv_layer_model(scratch / f"conv3x3_{channels}_{size}.onnx", channels, size)
-    started = time.perf_counter()
-    report = run_model(str(path), target)
-    _check_close(report)
-    ours, theirs = report.schedlab.median, report.onnxruntime.median
-    detail = (f"{flops / ours / 1e9:.1f} GFLOP/s, onnxruntime {flops / theirs / 1e9:.1f} "
-              f"GFLOP/s (medians), max abs diff {report.max_abs_diff:.2g}")  # fmt: skip
-    if not goal:
-        detail += "; reported, no goal"
-    name = f"conv3x3 {channels}@{size}"
-    return CaseResult(name, theirs / ours, CONV_GOAL if goal else 0.0,
-                      time.perf_counter() - started, detail)  # fmt: skip
+    shape = ConvShape(channels, channels, size)
+    return _conv_case(shape, f"conv3x3 {channels}@{size}", target, scratch,
+                      CONV_GOAL if goal else 0.0)  # fmt: skip
 
 
 def bench_model_layers(name: str, target: Target, scratch: Path) -> list[CaseResult]:
     """Each distinct conv layer of model `name` alone (+ bias + ReLU, random weights) through
     the default pipeline next to onnxruntime: where the model's time goes, layer by layer."""
+    print(f"\n== the conv layers of {name}, one by one")
+    return [_conv_case(shape, f"{name[6:]} {shape}", target, scratch, 0.0)
+            for shape in model_conv_shapes(model_path(name))]  # fmt: skip
+
+
+def _conv_case(shape: ConvShape, name: str, target: Target, scratch: Path,
+               goal: float) -> CaseResult:  # fmt: skip
+    """A Conv + bias + ReLU layer of `shape` through the default pipeline next to onnxruntime,
+    checked against it first."""
     from schedlab.run import run_model
 
-    print(f"\n== the conv layers of {name}, one by one")
-    results = []
-    for shape in model_conv_shapes(model_path(name)):
-        path = conv_model(scratch / f"layer_{shape.cin}_{shape.cout}_{shape.size}.onnx", shape)
-        started = time.perf_counter()
-        report = run_model(str(path), target)
-        _check_close(report)
-        ours, theirs = report.schedlab.median, report.onnxruntime.median
-        detail = (f"{shape.flops / ours / 1e9:.1f} GFLOP/s, onnxruntime "
-                  f"{shape.flops / theirs / 1e9:.1f} (medians); reported, no goal")  # fmt: skip
-        results.append(CaseResult(f"{name[6:]} {shape}", theirs / ours, 0.0,
-                                  time.perf_counter() - started, detail))  # fmt: skip
-    return results
+    path = conv_model(scratch / f"conv_{shape.cin}_{shape.cout}_{shape.size}_{shape.kernel}"
+                      f"_{shape.stride}.onnx", shape)  # fmt: skip
+    started = time.perf_counter()
+    report = run_model(str(path), target)
+    _check_close(report)
+    ours, theirs = report.schedlab.median, report.onnxruntime.median
+    detail = (f"{shape.flops / ours / 1e9:.1f} GFLOP/s, onnxruntime "
+              f"{shape.flops / theirs / 1e9:.1f} GFLOP/s (medians), max abs diff "
+              f"{report.max_abs_diff:.2g}")  # fmt: skip
+    if not goal:
+        detail += "; reported, no goal"
+    return CaseResult(name, theirs / ours, goal, time.perf_counter() - started, detail)
 
 
 def bench_model(name: str, target: Target, scratch: Path) -> CaseResult:

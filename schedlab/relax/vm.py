@@ -367,16 +367,11 @@ class _Call:
         """A block of planned storage: one this instruction used in an earlier call when one
         of the right size is free, else a new one."""
         key, size = (self.vmf.name, index), self._dim(ins.info)
-        free = self.storage.get(key)
-        block = None
-        while free and block is None:
-            try:
-                block = free.pop()
-            except IndexError:  # another thread took the last one
-                break
-            if block.size != size:  # symbolic sizes changed: let the old block go
-                block = None
-        if block is None:
+        try:
+            block = self.storage.get(key, []).pop()
+        except IndexError:  # none free (first call, or other threads hold them)
+            block = None
+        if block is None or block.size != size:  # symbolic sizes changed: a new block
             block = np.empty(size, np.uint8)
         self.taken.append((key, block))
         return block
