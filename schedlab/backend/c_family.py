@@ -102,6 +102,7 @@ class CFamilyRenderer(CExprMixin):
                                 "<stdlib.h>", "<math.h>")  # fmt: skip
     defines: tuple[str, ...] = ()
     preamble: str = ""
+    prelude_overrides: dict[str, str] = {}  # a dialect's own text of a fixed helper group
     scalar_types: dict[str, str] = _SCALAR_TYPES
     storage_types: dict[str, str] = {"float16": "uint16_t", "bfloat16": "uint16_t"}
     kernel_prefix = ""  # before the entry point's return type ("__global__", "__kernel", ...)
@@ -126,7 +127,7 @@ class CFamilyRenderer(CExprMixin):
         """Render every PrimFunc of the module into one translation unit."""
         if isinstance(mod, PrimFunc):
             mod = IRModule.from_expr(mod)
-        self.prelude = Prelude(self.headers, self.defines, self.preamble)
+        self.prelude = Prelude(self.headers, self.defines, self.preamble, self.prelude_overrides)
         symbols = self._symbols(mod)
         chunks: list[tuple[list[str], RenderedFunction]] = []
         for name, func in mod.items():

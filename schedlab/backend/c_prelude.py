@@ -173,10 +173,17 @@ _VECTOR_HELPERS = {"minmax": _vector_minmax}
 class Prelude:
     """Collects the helpers a translation unit uses and renders them in a stable order."""
 
-    def __init__(self, headers: tuple[str, ...], defines: tuple[str, ...] = (), preamble: str = ""):
+    def __init__(
+        self,
+        headers: tuple[str, ...],
+        defines: tuple[str, ...] = (),
+        preamble: str = "",
+        overrides: dict[str, str] | None = None,
+    ):
         self.headers = headers
         self.defines = defines
         self.preamble = preamble
+        self.overrides = dict(overrides or {})  # fixed helper group -> a dialect's text
         self._fixed: dict[str, None] = {}
         self._typed: dict[tuple[str, str, str], None] = {}
         self._vectors: dict[str, tuple[str, int, int]] = {}
@@ -204,7 +211,8 @@ class Prelude:
         text = "\n".join(parts) + "\n"
         if self.preamble:
             text += "\n" + self.preamble.rstrip("\n") + "\n"
-        chunks = [_FIXED[name] for name in ("f16", "bf16", "alloc") if name in self._fixed]
+        chunks = [self.overrides.get(name, _FIXED[name]) for name in ("f16", "bf16", "alloc")
+                  if name in self._fixed]  # fmt: skip
         chunks += [_TYPED[kind](tag, ctype) for kind, tag, ctype in self._typed]
         chunks += [_vector(name, *spec) for name, spec in self._vectors.items()]
         chunks += [_VECTOR_HELPERS[kind](name) for kind, name in self._vector_helpers]

@@ -41,8 +41,10 @@ def test_cuda_dialect(gemm):
     assert "int32_t i_0 = (int32_t)blockIdx.y;" in source
     assert source.count("__syncthreads();") == 2
     assert "// launch: grid (3, 3, 1), block (16, 16, 1)" in source
-    assert "#include" not in source  # NVRTC has no standard headers: typedefs instead
-    assert "typedef int int32_t;" in source
+    # NVRTC has no standard headers: typedefs there, the C headers under nvcc
+    rtc = source.index("#if defined(__CUDACC_RTC__)")
+    assert rtc < source.index("typedef int int32_t;") < source.index("#else\n#include <stdint.h>")
+    assert "#include" not in source[:rtc]  # no float16: no <cuda_fp16.h>
 
 
 def test_hip_dialect_is_cuda_with_the_hip_header(gemm):

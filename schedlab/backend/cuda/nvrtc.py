@@ -81,9 +81,49 @@ def arch_option(arch: str) -> str:
     return f"--gpu-architecture=compute_{digits}"
 
 
+HEADERS_HINT = (
+    "the CUDA headers (cuda_fp16.h) are not found: `pip install nvidia-cuda-runtime-cu12` "
+    "(part of the `cuda` extra), or set SCHEDLAB_CUDA_INCLUDE (or CUDA_HOME) to a CUDA "
+    "toolkit's include folder"
+)
+
+
+@cache
+def include_dir() -> Path | None:
+    """A folder holding cuda_fp16.h for NVRTC (which ships no headers): $SCHEDLAB_CUDA_INCLUDE,
+    $CUDA_HOME/include, the nvidia-cuda-runtime-cu12 wheel's, then /usr/local/cuda*."""
+    candidates = [os.environ.get("SCHEDLAB_CUDA_INCLUDE")]
+    candidates += (
+        [str(Path(os.environ["CUDA_HOME"], "include"))] if "CUDA_HOME" in os.environ else []
+    )
+    try:
+        import nvidia.cuda_runtime as wheel
+    except ImportError:
+        wheel = None
+    candidates += [str(Path(root, "include")) for root in getattr(wheel, "__path__", [])]
+    candidates += [
+        "/usr/local/cuda/include",
+        *sorted(map(str, Path("/usr/local").glob("cuda-*/include")), reverse=True),
+    ]
+    for folder in candidates:
+        if folder and Path(folder, "cuda_fp16.h").is_file():
+            return Path(folder)
+    return None
+
+
+def _header_options(source: str) -> tuple[str, ...]:
+    """`-I` the CUDA headers when the source includes one of them (float16 kernels)."""
+    if "#include <cuda_" not in source:
+        return ()
+    folder = include_dir()
+    if folder is None:
+        raise ToolchainMissingError(HEADERS_HINT)
+    return (f"--include-path={folder}",)
+
+
 def compile_to_ptx(source: str, arch: str = "sm_80", name: str = "kernel.cu") -> str:
     """The PTX of `source` for `arch` (cached on disk); CompileError with NVRTC's log."""
-    options = (arch_option(arch), "--std=c++14")
+    options = (arch_option(arch), "--std=c++14", *_header_options(source))
     key = hashlib.sha256("\0".join((source, *options, str(version()))).encode()).hexdigest()
     cached = _cache_dir() / f"{key}.ptx"
     if cached.exists():
@@ -166,4 +206,4 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 __all__ = ["available", "compile_to_ptx", "library_path", "version", "arch_option",
-           "INSTALL_HINT"]  # fmt: skip
+           "include_dir", "INSTALL_HINT", "HEADERS_HINT"]  # fmt: skip

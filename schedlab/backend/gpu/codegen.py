@@ -26,8 +26,10 @@ from schedlab.ir import stmt as S
 from schedlab.transform.cross_thread_reduction import SHUFFLE_DOWN
 from schedlab.transform.thread_binding import BARRIER, BLOCK_SCOPES, THREAD_INDEX, scope_of
 
+from ..c_expr import ATOM
 from ..c_family import CFamilyRenderer, RenderedFunction, RenderedModule
 from ..c_names import C_KEYWORDS, C_LIBRARY
+from .half import HalfMixin, is_f16
 
 _INT_TYPES = """\
 typedef signed char int8_t;
@@ -42,15 +44,30 @@ typedef unsigned {long64} uint64_t;
 #define UINT64_C(c) c##U{suffix}
 #define INT64_MIN (-INT64_C(9223372036854775807) - 1)"""
 
+# NVRTC has no C library headers: it gets the types and constants here; nvcc (and hipcc) have
+# them, and redeclaring int64_t there is an error, so the source compiles under both
 _CUDA_PREAMBLE = (
-    _INT_TYPES.format(long64="long long", suffix="LL")
+    "#if defined(__CUDACC_RTC__)\n"
+    + _INT_TYPES.format(long64="long long", suffix="LL")
     + """
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
-#define memcpy(dst, src, n) __builtin_memcpy(dst, src, n)"""
+#define memcpy(dst, src, n) __builtin_memcpy(dst, src, n)
+#else
+#include <stdint.h>
+#include <math.h>
+#endif"""
 )
 
 _OPENCL_PREAMBLE = _INT_TYPES.format(long64="long", suffix="L")
+
+# float16 carried as float on an OpenCL device without cl_khr_fp16: round through the core
+# vstore_half_rte/vload_half (a `half` variable needs the extension; a ushort's bytes do not)
+_OPENCL_ROUND_F16 = """\
+static inline float sl_round_f16(float f) {
+  ushort h; vstore_half_rte(f, 0, (half*)&h); return vload_half(0, (const half*)&h);
+}
+"""
 
 CPP_KEYWORDS = frozenset("""
 class delete new operator private protected public template this throw try catch using
@@ -68,9 +85,10 @@ get_group_id get_local_id get_global_id get_local_size get_num_groups rint mad f
 """.split())  # fmt: skip
 
 
-class GpuRenderer(CFamilyRenderer):
+class GpuRenderer(HalfMixin, CFamilyRenderer):
     """What the GPU dialects share: kernels return nothing, thread indices and the barrier come
-    from the lowered intrinsics, scratch arrays have constant sizes (no heap on the device)."""
+    from the lowered intrinsics, scratch arrays have constant sizes (no heap on the device),
+    float16 is the device's half type where it has one (schedlab/backend/gpu/half.py)."""
 
     headers: tuple[str, ...] = ()
     return_type = "void"
@@ -78,6 +96,14 @@ class GpuRenderer(CFamilyRenderer):
     shared_qualifier = ""
     helper_qualifier = "static inline"  # how the prelude's helpers are declared
     thread_index: dict[str, str] = {}
+
+    def __init__(self, target=None):
+        super().__init__(target)
+        self.setup_half(self.native_half_on(target))
+
+    def native_half_on(self, target) -> bool:
+        """Hook: whether the device computes in its half type (CUDA/HIP: always)."""
+        return True
 
     def render(self, mod) -> RenderedModule:
         rendered = super().render(mod)
@@ -126,11 +152,15 @@ class GpuRenderer(CFamilyRenderer):
                 "kernel: give it scope 'shared' or 'local' (set_scope), or bind the stages "
                 "that use it to separate kernels"
             )
-        ctype = self.storage_ctype(buffer.dtype)
+        ctype = self.scratch_ctype(buffer.dtype)
         name = self.names.declare(buffer.data, buffer.name)
         self._ptr_types[id(buffer.data)] = ctype
         self.emit(self.local_array(ctype, name, count, buffer))
         self.stmt(node.body)
+
+    def scratch_ctype(self, dtype) -> str:
+        """Hook: the element type of a shared/local array of `dtype`."""
+        return self.storage_ctype(dtype)
 
     def loop_style(self, loop: S.For):
         if loop.kind == S.ForKind.UNROLLED and self.unroll_pragma:
@@ -198,6 +228,14 @@ class CudaRenderer(GpuRenderer):
     thread_index = {f"{kind}.{axis}": f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx")
                     for axis in "xyz"}  # fmt: skip
     reserved_words = C_KEYWORDS | C_LIBRARY | CPP_KEYWORDS | CUDA_NAMES
+    half_type = "__half"
+    half_headers = ("<cuda_fp16.h>",)
+
+    def half_to_float(self, text: str) -> str:
+        return f"__half2float({text})"
+
+    def float_to_half(self, text: str) -> str:
+        return f"__float2half_rn({text})"
 
     def shuffle_down(self, value: str, offset: str, width: str) -> str:
         return f"__shfl_down_sync(0xffffffffu, {value}, {offset}, {width})"
@@ -212,7 +250,10 @@ class HipRenderer(CudaRenderer):
 
     dialect = "HIP"
     headers = ("<hip/hip_runtime.h>",)
-    preamble = _CUDA_PREAMBLE.replace("#define INFINITY", "#undef INFINITY\n#define INFINITY")
+    half_headers = ("<hip/hip_fp16.h>",)
+    preamble = _CUDA_PREAMBLE.replace("__CUDACC_RTC__", "__HIPCC_RTC__").replace(
+        "#define INFINITY", "#undef INFINITY\n#define INFINITY"
+    )
 
     def shuffle_down(self, value: str, offset: str, width: str) -> str:
         return f"__shfl_down({value}, {offset}, {width})"  # HIP's: no mask, wavefront-wide
@@ -234,6 +275,52 @@ class OpenCLRenderer(GpuRenderer):
         **{f"threadIdx.{a}": f"get_local_id({i})" for i, a in enumerate("xyz")},
     }
     reserved_words = C_KEYWORDS | C_LIBRARY | OPENCL_NAMES
+    half_type = "half"
+    half_pragma = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"
+    storage_types = {**CFamilyRenderer.storage_types, "float16": "half"}
+    prelude_overrides = {"f16": _OPENCL_ROUND_F16}
+
+    def native_half_on(self, target) -> bool:
+        """Half arithmetic needs cl_khr_fp16: Adreno has it; a generic OpenCL device (PoCL,
+        Oclgrind) is not assumed to, unless the target says `fp16=True`."""
+        attrs = getattr(target, "attrs", {}) or {}
+        return bool(attrs.get("fp16", getattr(target, "kind", "") == "adreno"))
+
+    # -- float16 without cl_khr_fp16: `half` only in memory, through vload_half/vstore_half --
+    def _carried(self, dtype) -> bool:
+        return not self.native_half and is_f16(dtype) and dtype.lanes == 1
+
+    def scratch_ctype(self, dtype) -> str:
+        return "float" if self._carried(dtype) else super().scratch_ctype(dtype)
+
+    def buffer_ref(self, buffer) -> str:
+        if self._carried(buffer.dtype):
+            return self.names.lookup(buffer.data) or super().buffer_ref(buffer)
+        return super().buffer_ref(buffer)
+
+    def _half_memory(self, buffer) -> bool:
+        return self._carried(buffer.dtype) and self._ptr_types.get(id(buffer.data)) == "half"
+
+    def _e_BufferLoad(self, node):
+        if self._carried(node.buffer.dtype):
+            index = self.expr(self.buffer_index(node))
+            if self._half_memory(node.buffer):
+                return f"vload_half({index}, {self.buffer_ref(node.buffer)})", ATOM
+            return f"{self.buffer_ref(node.buffer)}[{index}]", ATOM  # a float scratch array
+        return super()._e_BufferLoad(node)
+
+    def _stored(self, dtype, value) -> str:
+        if self._carried(dtype):  # already rounded: every float16 operation is
+            return self.expr(value)
+        return super()._stored(dtype, value)
+
+    def _s_BufferStore(self, node: S.BufferStore) -> None:
+        if self._half_memory(node.buffer) and node.value.dtype.lanes == 1:
+            index = self.expr(self.buffer_index(node))
+            value = self.expr(node.value)
+            self.emit(f"vstore_half_rte({value}, {index}, {self.buffer_ref(node.buffer)});")
+            return
+        super()._s_BufferStore(node)
 
     def loop_style(self, loop: S.For):
         style, pragmas, note = super().loop_style(loop)

@@ -94,6 +94,16 @@ def device_name() -> str:
     return f"{device.platform.name}: {device.name}"
 
 
+FP16_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"
+
+
+def supports_fp16() -> bool:
+    """Whether the device has half arithmetic (cl_khr_fp16). PoCL on x86 and Oclgrind do not:
+    there float16 kernels keep half in memory only (vload_half/vstore_half_rte)."""
+    context, _ = _context()
+    return "cl_khr_fp16" in context.devices[0].extensions.split()
+
+
 @cache
 def build_program(source: str):
     """The built program of `source` (CompileError with the driver's log)."""
@@ -111,6 +121,12 @@ class OpenCLDevice(Device):
 
     def __init__(self, source: str):
         self.context, self.queue = _context()
+        if FP16_PRAGMA in source and not supports_fp16():
+            raise CompileError(
+                f"the kernels compute in half ({FP16_PRAGMA.split()[2]}), which the OpenCL "
+                f"device {device_name()} does not support: build for a target with fp16=False "
+                "(float16 then stays in memory as half and is computed in float)"
+            )
         self.program = build_program(source)
         self._kernels: dict[str, object] = {}
 
@@ -143,4 +159,5 @@ class OpenCLDevice(Device):
         self.queue.finish()
 
 
-__all__ = ["OpenCLDevice", "available", "build_program", "device_name", "INSTALL_HINT"]
+__all__ = ["OpenCLDevice", "available", "build_program", "device_name", "supports_fp16",
+           "FP16_PRAGMA", "INSTALL_HINT"]  # fmt: skip
