@@ -1,8 +1,9 @@
 """The GPU lowering pipeline: TensorIR with thread bindings -> kernels the GPU renderers consume.
 
 The CPU list (schedlab.transform.pipeline) with the GPU passes in it, in TVM's order: shared
-allocations are lifted to the thread block before compaction, vectorized loops stay loops
-(the GPU renderers have no vector types yet), and after the loop passes the functions are split
+allocations are lifted to the thread block before compaction, vectorized loops become vector
+loads and stores (float4, half2, vloadN; float16 vectors too), and after the loop passes the
+functions are split
 into kernels with launch sizes, barriers go between shared-memory phases, and each kernel is
 checked against the target's limits.
 """
@@ -22,6 +23,7 @@ from .simplify import Simplify
 from .thread_binding import LiftSharedAllocation, LowerThreadBinding
 from .thread_sync import InjectThreadSync
 from .unroll_loop import UnrollLoop
+from .vectorize_loop import VectorizeLoop
 from .verify_gpu import VerifyGPUCode
 
 GPU_KINDS = ("cuda", "rocm", "opencl", "adreno")
@@ -49,6 +51,8 @@ def gpu_lower_passes(target) -> list[Pass]:
         FlattenBuffer(),
         # fold the index arithmetic the passes above produced, drop proven branches
         Simplify(),
+        # vectorized loops -> Ramp-indexed vector stores (the renderers' vector loads/stores)
+        VectorizeLoop(float16=True),
         # unrolled loops -> straight-line code
         UnrollLoop(),
         # remove empty loops, `Evaluate(0)`, constant branches

@@ -50,18 +50,26 @@ _VECTOR_ELEMENTS = frozenset(
 _MAX_LANES = 64
 
 
-def vectorize_loop(func: PrimFunc) -> PrimFunc:
-    """`func` with eligible vectorized loops rewritten into Ramp/Broadcast vector code."""
-    body = _Vectorizer().visit(func.body)
+def vectorize_loop(func: PrimFunc, float16: bool = False) -> PrimFunc:
+    """`func` with eligible vectorized loops rewritten into Ramp/Broadcast vector code;
+    `float16=True` (the GPU renderers, which have half vectors) admits float16 vectors."""
+    body = _Vectorizer(float16).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 
-def VectorizeLoop() -> Pass:  # noqa: N802 - TVM's name
+def VectorizeLoop(float16: bool = False) -> Pass:  # noqa: N802 - TVM's name
     """The pass form of `vectorize_loop`."""
-    return with_doc(prim_func_pass(vectorize_loop, name="VectorizeLoop"), __doc__)
+
+    def run(func: PrimFunc) -> PrimFunc:
+        return vectorize_loop(func, float16)
+
+    return with_doc(prim_func_pass(run, name="VectorizeLoop"), __doc__)
 
 
 class _Vectorizer(Mutator):
+    def __init__(self, float16: bool = False):
+        self.float16 = float16
+
     def visit_For(self, node: For) -> Stmt:
         node = self.generic_visit(node)
         if node.kind != ForKind.VECTORIZED:
@@ -74,7 +82,7 @@ class _Vectorizer(Mutator):
         unswitched = _unswitch(node)
         if unswitched is not None:
             return self.visit(unswitched)
-        vectorized = vectorize_stores(node, lanes)
+        vectorized = vectorize_stores(node, lanes, self.float16)
         return node if vectorized is None else vectorized
 
 
@@ -108,13 +116,13 @@ class _Unsupported(Exception):
     """The loop body is outside what the Ramp form handles; keep the loop."""
 
 
-def vectorize_stores(loop: For, lanes: int) -> Stmt | None:
+def vectorize_stores(loop: For, lanes: int, float16: bool = False) -> Stmt | None:
     """The straight-line body of `loop` as `lanes`-wide vector stores, or None."""
     stores = _straight_line(loop.body)
     if stores is None or _has_vectors(loop.body):
         return None
     ramp = Ramp(loop.min, op.const(1, loop.loop_var.dtype), lanes)
-    rewriter = _VectorExpr(loop.loop_var, ramp, lanes)
+    rewriter = _VectorExpr(loop.loop_var, ramp, lanes, float16)
     try:
         new = [rewriter.store(store) for store in stores]
         rewriter.check_lanes_independent()
@@ -145,8 +153,9 @@ def _has_vectors(stmt: Stmt) -> bool:
 class _VectorExpr:
     """Rewrites expressions of the loop body into `lanes`-wide vector expressions."""
 
-    def __init__(self, var: Var, ramp: Ramp, lanes: int):
+    def __init__(self, var: Var, ramp: Ramp, lanes: int, float16: bool = False):
         self.var, self.ramp, self.lanes = var, ramp, lanes
+        self.elements = _VECTOR_ELEMENTS | ({"float16"} if float16 else set())
         self.stored: dict[int, PrimExpr] = {}  # buffer id -> its (single) store index
         self.loaded: list[tuple[int, PrimExpr | None]] = []  # buffer id, vector index or None
 
@@ -194,7 +203,7 @@ class _VectorExpr:
             return expr
         if expr is self.var:
             return self.ramp
-        if not _vector_ok(expr.dtype):
+        if str(expr.dtype.element_of()) not in self.elements:
             raise _Unsupported(f"vectors of {expr.dtype}")
         if isinstance(expr, (Add, Sub, Mul)):
             return self.affine(expr, self.vec(expr.a), self.vec(expr.b))
@@ -224,7 +233,7 @@ class _VectorExpr:
             self.record_loads(node)
             return node
         index = self.index(node.indices)
-        if not _vector_ok(node.buffer.dtype):
+        if str(node.buffer.dtype.element_of()) not in self.elements:
             raise _Unsupported(f"vector loads of {node.buffer.dtype}")
         self.loaded.append((id(node.buffer), index))
         return BufferLoad(node.buffer, (index,))
@@ -237,10 +246,6 @@ class _VectorExpr:
                 self.loaded.append((id(node.buffer), None))
 
         post_order_visit(expr, visit)
-
-
-def _vector_ok(dtype) -> bool:
-    return str(dtype.element_of()) in _VECTOR_ELEMENTS
 
 
 def _is_ramp_or_scalar(expr: PrimExpr) -> bool:

@@ -30,6 +30,7 @@ from ..c_expr import ATOM
 from ..c_family import CFamilyRenderer, RenderedFunction, RenderedModule
 from ..c_names import C_KEYWORDS, C_LIBRARY
 from .half import HalfMixin, is_f16
+from .vector import CudaVectors, OpenCLVectors, VectorMixin
 
 _INT_TYPES = """\
 typedef signed char int8_t;
@@ -85,7 +86,7 @@ get_group_id get_local_id get_global_id get_local_size get_num_groups rint mad f
 """.split())  # fmt: skip
 
 
-class GpuRenderer(HalfMixin, CFamilyRenderer):
+class GpuRenderer(VectorMixin, HalfMixin, CFamilyRenderer):
     """What the GPU dialects share: kernels return nothing, thread indices and the barrier come
     from the lowered intrinsics, scratch arrays have constant sizes (no heap on the device),
     float16 is the device's half type where it has one (schedlab/backend/gpu/half.py)."""
@@ -119,6 +120,7 @@ class GpuRenderer(HalfMixin, CFamilyRenderer):
         return []
 
     def _render_function(self, func, name, symbol, symbols):
+        self.setup_vectors(func)
         lines, info = super()._render_function(func, name, symbol, symbols)
         grid, block = launch_dims(func)
         lines.insert(1, f"// launch: grid ({', '.join(grid)}), block ({', '.join(block)})")
@@ -214,7 +216,7 @@ def threads_per_block(func) -> int:
     return total
 
 
-class CudaRenderer(GpuRenderer):
+class CudaRenderer(CudaVectors, GpuRenderer):
     """CUDA C for NVRTC / nvcc."""
 
     dialect = "CUDA"
@@ -230,6 +232,12 @@ class CudaRenderer(GpuRenderer):
     reserved_words = C_KEYWORDS | C_LIBRARY | CPP_KEYWORDS | CUDA_NAMES
     half_type = "__half"
     half_headers = ("<cuda_fp16.h>",)
+
+    def local_array(self, ctype: str, name: str, count: int, buffer) -> str:
+        text = super().local_array(ctype, name, count, buffer)
+        if id(buffer.data) in self._vector_buffers:  # vector loads/stores need 16 bytes
+            return text.replace(f"{ctype} {name}[", f"{ctype} __align__(16) {name}[", 1)
+        return text
 
     def half_to_float(self, text: str) -> str:
         return f"__half2float({text})"
@@ -259,7 +267,7 @@ class HipRenderer(CudaRenderer):
         return f"__shfl_down({value}, {offset}, {width})"  # HIP's: no mask, wavefront-wide
 
 
-class OpenCLRenderer(GpuRenderer):
+class OpenCLRenderer(OpenCLVectors, GpuRenderer):
     """OpenCL C 1.2 (PoCL, vendor drivers; the Adreno backend)."""
 
     dialect = "OpenCL"
