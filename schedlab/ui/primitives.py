@@ -9,6 +9,7 @@ name); `resolve_args` turns them into schedule handles.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from schedlab.ir.stmt import Block, For, ForKind, IterType
@@ -105,8 +106,14 @@ def summary(doc: str) -> str:
 
 def all_specs() -> list[PrimitiveSpec]:
     """Every palette entry, loop ones first."""
+    return list(_all_specs())
+
+
+@cache
+def _all_specs() -> tuple[PrimitiveSpec, ...]:
+    # built once: the entries are frozen, and each reads its docstring (inspect) for the help
     loops = [_spec(n, "loop", p, a) for n, p, a in _LOOP_SPECS]
-    return loops + [_spec(n, "block", p, a) for n, p, a in _BLOCK_SPECS]
+    return tuple(loops + [_spec(n, "block", p, a) for n, p, a in _BLOCK_SPECS])
 
 
 def applicable(state, node) -> list[PrimitiveSpec]:

@@ -30,7 +30,7 @@ from schedlab.target import Target
 from . import panels as P
 from . import tune_panel as TP
 from .model import ExplorerModel
-from .results import ApplyResult, Measurement, PredictionResult
+from .results import ApplyResult, Measurement, PredictionResult, Selection
 from .views import graph as G
 from .views import highlight as H
 
@@ -90,6 +90,9 @@ class ExplorerSession:
         self._running: dict = {}  # id(mod) -> Future of a measurement in progress
         self._lock = threading.RLock()  # actions (UI thread) vs measurement callbacks
         self._graph: tuple = (None, "")  # (what it shows, its SVG): rendering costs ms
+        self._view: tuple | None = None  # (step key, the fields of that step: _step_view)
+        self._bundle: tuple | None = None  # (step and measurement key, bundle fields)
+        self._palette_kept: tuple | None = None  # ((module, selection), palette)
         self._panels: dict = {}  # extensions' tabs: panel name -> (func, target, result)
         self.model.subscribe(self._on_model_event, kinds=("module", "branch", "target"))
 
@@ -300,26 +303,15 @@ class ExplorerSession:
 
     def _function_state(self) -> dict:
         m = self.model
-        func = m.func
         sel = m.selection
         steps = m.steps()
         current = steps[-1].mod
-        script_text, script_map = script_lines(func, show_header=False)
-        code = m.code()
+        view = self._step_view(current)
         return {
             "graph_svg": self._graph_svg(current),
-            "tree": loop_tree(func),
+            **view,
             "selection": {"block": sel.block, "loop": sel.loop},
-            "loop_choices": [{"uid": n.uid, "name": n.loop_var.name} for n in _walk(func, For)],
-            "block_choices": [{"uid": n.uid, "name": n.name_hint} for n in _walk(func, Block)
-                              if n is not _root_block(func)],
-            "palette": [_spec_json(s) for s in m.applicable_primitives()],
-            "script": {"html": H.lines_html(script_text, "python"),
-                       "lines": {str(u): n for u, n in script_map.items()}},
-            "code": {"target": code.target, "html": H.lines_html(code.source, _language(m.target)),
-                     "lines": {str(u): [s.first, s.last] for u, s in code.loop_lines.items()},
-                     "error": code.error},
-            "prediction": prediction_json(m.prediction()),
+            "palette": self._palette(current, sel),
             "measurement": self._measurement_json(current),
             "steps": [{"index": s.index, "label": s.label} for s in steps],
             "current_step": len(steps) - 1,
@@ -328,22 +320,65 @@ class ExplorerSession:
             "diff": self._diff_json(len(steps) - 1),
             "compare": self._compare_json(),
             "pipeline": self._pipeline,
-            "trace": {"json": json.dumps(m.export_trace_json(), indent=1),
-                      "python": m.export_trace_python(),
-                      "filename": f"{m.func_name}.trace.json", **self._bundle_json()},
+            "trace": {**view["trace"], **self._bundle_json(current)},
             "latency": [{"step": p.step, "label": p.label, "predicted": p.predicted,
                          "measured": p.measured} for p in m.latency_history()],
             "panels": P.panels_state(m, self._panels),
         }  # fmt: skip
 
-    def _bundle_json(self) -> dict:
-        """The schedule bundle for the export button, or why there is none."""
+    def _step_view(self, mod: IRModule) -> dict:
+        """The state fields that only the current step (its module and trace) and the target
+        decide, made once per step: a select, a measurement or an undone step's return sends
+        the same objects again instead of printing and highlighting the function anew."""
+        m = self.model
+        key = (mod, m.schedule.trace, str(m.target), m.func_name)
+        if _same_key(self._view, key):
+            return self._view[1]
+        func = m.func
+        script_text, script_map = script_lines(func, show_header=False)
+        code = m.code()
+        view = {
+            "tree": loop_tree(func),
+            "loop_choices": [{"uid": n.uid, "name": n.loop_var.name} for n in _walk(func, For)],
+            "block_choices": [{"uid": n.uid, "name": n.name_hint} for n in _walk(func, Block)
+                              if n is not _root_block(func)],
+            "script": {"html": H.lines_html(script_text, "python"),
+                       "lines": {str(u): n for u, n in script_map.items()}},
+            "code": {"target": code.target, "html": H.lines_html(code.source, _language(m.target)),
+                     "lines": {str(u): [s.first, s.last] for u, s in code.loop_lines.items()},
+                     "error": code.error},
+            "prediction": prediction_json(m.prediction()),
+            "trace": {"json": json.dumps(m.export_trace_json(), indent=1),
+                      "python": m.export_trace_python(),
+                      "filename": f"{m.func_name}.trace.json"},
+        }  # fmt: skip
+        self._view = (key, view)
+        return view
+
+    def _palette(self, mod: IRModule, sel) -> list[dict]:
+        """The primitives that fit the selection, once per step and selection."""
+        key = (mod, sel)
+        if not _same_key(self._palette_kept, key):
+            specs = self.model.applicable_primitives()
+            self._palette_kept = (key, [_spec_json(s) for s in specs])
+        return self._palette_kept[1]
+
+    def _bundle_json(self, mod: IRModule) -> dict:
+        """The schedule bundle for the export button, or why there is none (once per step and
+        measurement: the bundle carries the step's measurement)."""
+        m = self.model
+        key = (mod, m.schedule.trace, m.known_measurement(mod), str(m.target), m.func_name)
+        if _same_key(self._bundle, key):
+            return self._bundle[1]
         try:
             text = json.dumps(self.model.export_bundle(), indent=1)
         except SchedlabError as err:  # a function that cannot travel as a bundle
-            return {"bundle": "", "bundle_filename": "", "bundle_error": str(err)}
-        name = f"{self.model.func_name}.bundle.json"
-        return {"bundle": text, "bundle_filename": name, "bundle_error": ""}
+            bundle = {"bundle": "", "bundle_filename": "", "bundle_error": str(err)}
+        else:
+            name = f"{self.model.func_name}.bundle.json"
+            bundle = {"bundle": text, "bundle_filename": name, "bundle_error": ""}
+        self._bundle = (key, bundle)
+        return bundle
 
     def _graph_svg(self, mod: IRModule) -> str:
         """The model graph for an imported model (clickable functions), else the current
@@ -557,6 +592,15 @@ def _whole_number(raw) -> int | None:
     if isinstance(raw, str) and re.fullmatch(r"\s*[-+]?\d+\s*", raw):
         return int(raw)
     return None
+
+
+def _same_key(kept: tuple | None, key: tuple) -> bool:
+    """Whether `kept` (key, value) was made for `key`: IR objects (modules, traces,
+    measurements) compared by identity, as structural equality costs a walk; the rest by ==."""
+    if kept is None or len(kept[0]) != len(key):
+        return False
+    return all(a is b or (isinstance(a, (str, Selection)) and a == b)
+               for a, b in zip(kept[0], key))  # fmt: skip
 
 
 def _walk(func: PrimFunc, cls) -> list:
