@@ -26,6 +26,7 @@ from .analysis import BlockInfo, block_info
 SCHEDULED_ATTR = "tir.is_scheduled"
 INLINE = "Inline"  # the name reported for a stage inlined into its consumer
 RULES_ATTR = "dlight.rules"
+CLAIMED = "dlight.claimed"  # block annotation: scheduled by the rule of an earlier block
 
 
 class ScheduleRule:
@@ -153,7 +154,15 @@ def _plain_intermediate(sch: Schedule, block) -> bool:
 
 
 def _vanished(sch: Schedule, names: list[str], fired: dict[str, str]) -> list[str]:
-    return [n for n in names if n not in fired and not sch.state.blocks_named(n)]
+    """Blocks not yet given a rule that the last one removed, or scheduled along with its own
+    and marked so (annotation CLAIMED: a fused chain's later stages)."""
+    return [
+        n for n in names if n not in fired and (not sch.state.blocks_named(n) or _claimed(sch, n))
+    ]
+
+
+def _claimed(sch: Schedule, name: str) -> bool:
+    return any(block.annotations.get(CLAIMED) for block in sch.state.blocks_named(name))
 
 
 def is_scheduled(func: PrimFunc) -> bool:

@@ -107,9 +107,13 @@ def default_gpu_schedule(func, target=H100):
         ("batch_matmul", {"C": "Matmul"}),
         ("gemv", {"y": "GEMV"}),
         ("transpose", {"T_transpose": "Transpose"}),
-        ("softmax", {"T_softmax_maxelem": "Reduction", "T_softmax_norm": "Elementwise"}),
-        ("layer_norm", {"T_sum": "Reduction", "T_var_sum": "Reduction"}),
-        ("rms_norm", {"T_sq_sum": "Reduction"}),
+        (
+            "softmax",
+            {"T_softmax_maxelem": "GeneralReduction", "T_softmax_norm": "GeneralReduction"},
+        ),
+        ("layer_norm", {"T_sum": "GeneralReduction", "T_var_sum": "GeneralReduction"}),
+        ("rms_norm", {"T_sq_sum": "GeneralReduction", "T_rms_norm": "GeneralReduction"}),
+        ("reduce_sum", {"A_red": "Reduction"}),
         ("max_pool2d_nchw", {"pool_max": "Fallback"}),  # a 3x3 window: too short to share
     ],
 )

@@ -1,8 +1,9 @@
 """Default GPU schedule rules (TVM's dlight.gpu), tried in this order by `default_rules()`:
 `GEMV` (matrix-vector and low-batch GEMM: a tile of outputs per block, threads split K),
-`Matmul` (GEMM-like reductions: shared-memory tiles), `Reduction` (one thread block per
-output, threads cooperating: softmax's max and sum, layer_norm's mean, rms_norm's sum of
-squares, each its own kernel; no GeneralReduction fusing a chain into one kernel yet),
+`Matmul` (GEMM-like reductions: shared-memory tiles), `GeneralReduction` (a chain of row
+reductions and elementwise stages, softmax, layer_norm, rms_norm, fused into one kernel with
+one thread block per row), `Reduction` (one thread block per output, threads cooperating: a
+lone row sum or max),
 `Transpose` (shared-memory tile), `Elementwise` (injective blocks),
 `Fallback` (every other block: spatial loops fused and bound to blocks and threads).
 
@@ -13,6 +14,7 @@ shared-memory tree on OpenCL."""
 from ..registry import with_registered
 from .elementwise import Elementwise
 from .fallback import Fallback
+from .general_reduction import GeneralReduction
 from .matmul import Matmul
 from .reduction import GEMV, Reduction
 from .transpose import Transpose
@@ -24,9 +26,10 @@ def default_rules() -> tuple:
     """Fresh instances of the GPU rules in first-match order, the fallback last; rules that
     installed extensions register (`dlight.register_rule`) come before the rule they name."""
     return with_registered(
-        "gpu", (GEMV(), Matmul(), Reduction(), Transpose(), Elementwise(), Fallback())
+        "gpu",
+        (GEMV(), Matmul(), GeneralReduction(), Reduction(), Transpose(), Elementwise(), Fallback()),
     )
 
 
-__all__ = ["Elementwise", "Fallback", "GEMV", "LowBatchGEMV", "Matmul", "Reduction",
-           "Transpose", "default_rules"]  # fmt: skip
+__all__ = ["Elementwise", "Fallback", "GEMV", "GeneralReduction", "LowBatchGEMV", "Matmul",
+           "Reduction", "Transpose", "default_rules"]  # fmt: skip
