@@ -6,9 +6,9 @@ Cases and goals (issue #13, on an H200; TVM Dlight's own figures there in bracke
   gemm fp16 NN   4096^3 on tensor cores: >= 0.7x cuBLAS (TVM Dlight 0.11x)
   gemm fp16 NT   the same with B stored (N, K): >= 0.7x cuBLAS (TVM Dlight 0.37x)
   gemv fp16      1 x 4096 x 4096, GEMV rule: >= 4.3 TB/s of memory traffic (TVM Dlight 4.3)
-A case the rules cannot make yet (fp16 CUDA C, tensor cores) is reported as "not supported yet"
-with the reason, never as a number; the GEMV then runs in fp32 and says so. Every result is
-checked against cupy's matmul before it is timed.
+A case the rules cannot make yet (tensor cores; fp16 without the CUDA headers) is reported as
+"not supported yet" with the reason, never as a number; the GEMV then runs in fp32 and says
+so. Every result is checked against cupy's matmul before it is timed.
 
 Without a GPU (no cupy, or no CUDA device) every kernel it would run is compiled to PTX through
 NVRTC, to show that they build, and no figure is measured (exit status 0).
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schedlab.errors import CompileError
+from schedlab.errors import CompileError, ToolchainMissingError
 from schedlab.target import Target
 
 GEMM_GOALS = {"gemm fp32": (0.8, 0.37), "gemm fp16 NN": (0.7, 0.11), "gemm fp16 NT": (0.7, 0.37)}
@@ -173,6 +173,8 @@ def _fp16_build(func, target: Target, tensor_cores: bool):
         first = next((line.strip() for line in str(err).splitlines() if "error" in line),
                      str(err).splitlines()[0])  # fmt: skip
         return None, f"the fp16 CUDA C does not compile: {first}"
+    except ToolchainMissingError as err:  # NVRTC without the CUDA headers (cuda_fp16.h)
+        return None, str(err)
     if tensor_cores and "mma" not in kernel.ptx:
         return None, "the Matmul rule uses no tensor cores (no mma instruction in the PTX)"
     return kernel, ""
