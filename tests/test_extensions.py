@@ -143,8 +143,11 @@ def test_explorer_panel_from_an_extension():
         i = next(n["uid"] for n in session.state()["loop_choices"] if n["name"] == "i")
         session.handle({"type": "select", "kind": "loop", "uid": i})
         session.handle({"type": "apply", "primitive": "parallel", "args": {}})
+        (stale,) = [p for p in session.state()["panels"] if p["name"] == "cpu-presets"]
+        assert stale["stale"] and stale["text"] == ""  # behind another tab: not run again
+        session.handle({"type": "show_tab", "tab": "panel-cpu-presets"})
         (after,) = [p for p in session.state()["panels"] if p["name"] == "cpu-presets"]
-        assert after["text"] != before  # recomputed for the new step
+        assert not after["stale"] and after["text"] != before  # run for the new step
     finally:
         session.close()
 

@@ -52,10 +52,13 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
 
     times = AnswerTimes(os.environ.get(TIMINGS_ENV))
+    shown = dict(component.state)  # the state the page has, whole
 
     def show(state: dict) -> None:
-        component.state = state
-        plots.update_latency(source, state["latency"], figure)
+        with pn.io.hold():  # the state and the chart's data in one message
+            component.state = changed_fields(shown, state)
+            plots.update_latency(source, state["latency"], figure)
+        shown.update(state)
         times.answered(state["seq"])
 
     doc = pn.state.curdoc
@@ -71,6 +74,8 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
 
         def on_action(event) -> None:
             times.received(event.new)
+            if isinstance(event.new, dict) and event.new.get("type") == "resync":
+                shown.clear()  # the page has no state to merge into: send it whole
             queue.submit(partial(session.handle, event.new))
 
         session.on_update = lambda: queue.submit(session.state, coalesce=True)
@@ -90,6 +95,24 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     page = pn.Column(header, component, chart, sizing_mode="stretch_width")
     page.session = session  # for tests and the benchmark (server-side introspection)
     return page
+
+
+def changed_fields(shown: dict, state: dict) -> dict:
+    """What the page must be sent to show `state` when it shows `shown`: the fields that differ
+    (the same object or an equal value is not sent again), marked `"partial": true`, which the
+    component merges into the state it has (docs/explorer.md). A select changes a few small
+    fields; sending the whole state (the highlighted code and script, the trace, the bundle)
+    cost the server, the socket and the browser on every click. With nothing shown yet (a
+    page that asked with `resync`), the whole state, unmarked."""
+    if not shown:
+        return state
+    missing = object()
+    changed = {}
+    for key, value in state.items():
+        old = shown.get(key, missing)
+        if old is not value and (old is missing or old != value):
+            changed[key] = value
+    return {**changed, "seq": state["seq"], "partial": True}
 
 
 _HEADER_CSS = """

@@ -26,17 +26,20 @@ const el = find(document);
 """
 
 
-# JS: resolves once the root's data-seq is above `before`, rejects after `timeout` ms
+# JS: resolves once the root's data-seq is above `before` with [its data-roundtrip-ms, the
+# message's text], rejects after `timeout` ms
 _WAIT_FOR_SEQ = f"""([sel, before, timeout]) => new Promise((resolve, reject) => {{
   const lookup = () => {{ {_FIND_ROOT} return el; }};
   let watched = null, observer = null, timer = null, poll = null;
-  const finish = (error) => {{
+  const finish = (error, el) => {{
     observer?.disconnect(); clearTimeout(timer); clearInterval(poll);
-    error ? reject(error) : resolve(true);
+    if (error) return reject(error);
+    const message = el.querySelector('[data-testid="message"]');
+    resolve([el.dataset.roundtripMs, message ? message.innerText : null]);
   }};
   const check = () => {{
     const el = lookup();
-    if (el && Number(el.dataset.seq || 0) > before) return finish();
+    if (el && Number(el.dataset.seq || 0) > before) return finish(null, el);
     if (el && el !== watched) {{
       observer?.disconnect();
       observer = new MutationObserver(check);
@@ -60,6 +63,8 @@ class ExplorerPage:
         self.page = page
         self.timeout_ms = timeout_ms
         self.root = page.locator(ROOT)
+        self.message: str | None = None  # the message's text when the last action's answer
+        # was rendered (None: no message element)
 
     async def open(self, url: str) -> ExplorerPage:
         await self.page.goto(url, wait_until="networkidle", timeout=self.timeout_ms)
@@ -81,10 +86,12 @@ class ExplorerPage:
 
         The page wakes the wait when the root's data-seq changes (a MutationObserver) and looks
         the root up again twice a second in case it was replaced; polling every 50 ms made ten
-        pages waiting at once cost the machine CPU that the pages being timed needed."""
+        pages waiting at once cost the machine CPU that the pages being timed needed. The wait
+        answers with the time and the message (`self.message`) at once: every call to the
+        browser costs its CPU, which pages timed beside it need."""
         await click()
-        await self.page.evaluate(_WAIT_FOR_SEQ, [ROOT, before, self.timeout_ms])
-        return await self.roundtrip_ms()
+        ms, self.message = await self.page.evaluate(_WAIT_FOR_SEQ, [ROOT, before, self.timeout_ms])
+        return float(ms or "nan")
 
     async def act(self, click) -> float:
         return await self._after(await self.seq(), click)
@@ -103,7 +110,7 @@ class ExplorerPage:
 
     async def open_primitive(self, name: str) -> None:
         form = self.by("primitive-form")
-        if await form.count() and f"{name} on" in (await form.inner_text()):
+        if any(f"{name} on" in text for text in await form.all_inner_texts()):
             return
         await self.by(f"prim-{name}").click()
         await form.wait_for(timeout=self.timeout_ms)
@@ -115,10 +122,10 @@ class ExplorerPage:
         await self.open_primitive(name)
         for field, value in fields.items():
             control = self.by(f"arg-{field}")
-            tag = await control.evaluate("el => el.tagName")
+            tag, kind = await control.evaluate("el => [el.tagName, el.getAttribute('type')]")
             if tag == "SELECT":
                 await control.select_option(label=str(value))
-            elif await control.get_attribute("type") == "checkbox":
+            elif kind == "checkbox":
                 await control.set_checked(bool(value))
             elif isinstance(value, (list, tuple)):  # a loops field: tick them in this order
                 for loop in value:

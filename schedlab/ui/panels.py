@@ -6,10 +6,13 @@
     register_panel("steps", "Steps", render)
 
 Each panel becomes a tab after the built-in ones, in the web app and in the JupyterLab widget
-(state field `panels`: [{"name", "title", "text", "error"}]). `render(model)` returns plain text
-(shown as preformatted text, never as HTML) or None when it has nothing to show for the open
-function (no tab then). It runs when the schedule, the function or the target changes, with its
-result cached per step; an exception becomes the tab's `error`, and the session goes on.
+(state field `panels`: [{"name", "title", "text", "error", "stale"}]). `render(model)` returns
+plain text (shown as preformatted text, never as HTML) or None when it has nothing to show for
+the open function (no tab then); an exception becomes the tab's `error`, and the session goes
+on. Its result is cached per step. The explorer runs it for the current step while its tab is
+shown, and once per function and target to learn whether it has a tab; behind another tab it
+is not run again when the step changes: its tab stays, marked `stale` with no text, until it
+is shown (a panel predicting seven CPUs cost every click half the server's work).
 """
 
 from __future__ import annotations
@@ -58,20 +61,26 @@ def panels() -> list[Panel]:
     return list(_PANELS.values())
 
 
-def panels_state(model, cache: dict) -> list[dict]:
+def panels_state(model, cache: dict, shown: str | None = None, lazy: bool = False) -> list[dict]:
     """The `panels` state field for the function open in `model`. `cache` (the session's)
-    keeps each panel's last result with the step and target it was made for."""
-    shown = []
+    keeps each panel's last result with the step and target it was made for. With `lazy`, only
+    panel `shown` (the tab in view) and panels not yet run for this function and target are
+    run; the others keep their tab, `stale`, until shown."""
+    entries = []
     for panel in panels():
-        func, target = model.func, str(model.target)
+        func, target, name = model.func, str(model.target), model.func_name
         kept = cache.get(panel.name)
-        if kept is None or kept[0] is not func or kept[1] != target:
-            kept = cache[panel.name] = (func, target, _render(panel, model))
-        text, error = kept[2]
+        stale = kept is None or kept[0] is not func or kept[1] != target
+        known = kept is not None and kept[1:3] == (target, name)  # whether it has a tab
+        if stale and (not lazy or panel.name == shown or not known):
+            kept = cache[panel.name] = (func, target, name, _render(panel, model))
+            stale = False
+        text, error = kept[3]
         if text is not None or error:
-            shown.append({"name": panel.name, "title": panel.title, "text": text or "",
-                          "error": error})  # fmt: skip
-    return shown
+            entries.append({"name": panel.name, "title": panel.title,
+                            "text": "" if stale else text or "", "error": "" if stale else error,
+                            "stale": stale})  # fmt: skip
+    return entries
 
 
 def _render(panel: Panel, model) -> tuple[str | None, str]:

@@ -93,7 +93,8 @@ class ExplorerSession:
         self._view: tuple | None = None  # (step key, the fields of that step: _step_view)
         self._bundle: tuple | None = None  # (step and measurement key, bundle fields)
         self._palette_kept: tuple | None = None  # ((module, selection), palette)
-        self._panels: dict = {}  # extensions' tabs: panel name -> (func, target, result)
+        self._panels: dict = {}  # extensions' tabs: panel name -> (func, target, name, result)
+        self._panel_shown: str | None = None  # the extension tab in view (others run lazily)
         self.model.subscribe(self._on_model_event, kinds=("module", "branch", "target"))
 
     # -- actions ---------------------------------------------------------------------------------
@@ -272,6 +273,15 @@ class ExplorerSession:
         if self.on_update is not None:
             self.on_update()
 
+    def _do_show_tab(self, action: dict) -> None:
+        """The user shows tab `tab` ("code", ..., "panel-<name>" for an extension's): a panel
+        in view is run for every step, the others only when shown (panels.py)."""
+        tab = _str(action, "tab")
+        self._panel_shown = tab.removeprefix("panel-") if tab.startswith("panel-") else None
+
+    def _do_resync(self, action: dict) -> None:
+        """A view that lost its state asks for it again (the answer is the state)."""
+
     def _do_dismiss(self, action: dict) -> None:
         self.message = None
 
@@ -323,7 +333,7 @@ class ExplorerSession:
             "trace": {**view["trace"], **self._bundle_json(current)},
             "latency": [{"step": p.step, "label": p.label, "predicted": p.predicted,
                          "measured": p.measured} for p in m.latency_history()],
-            "panels": P.panels_state(m, self._panels),
+            "panels": P.panels_state(m, self._panels, shown=self._panel_shown, lazy=True),
         }  # fmt: skip
 
     def _step_view(self, mod: IRModule) -> dict:

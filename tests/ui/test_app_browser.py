@@ -305,6 +305,39 @@ def test_reorder_help_is_shown_whole(server):
     run(_with_page(server.url, body))
 
 
+def test_an_extension_tab_follows_the_steps_when_shown(server):
+    """The server sends only what changed (partial states) and runs an extension's panel only
+    while its tab is shown: the page still shows every step's code, and the tab this step's
+    text once it is opened, and each later step's while it stays open."""
+    pytest.importorskip("schedlab_presets")
+
+    async def body(ex: ExplorerPage, log: RequestLog):
+        expect = playwright_async.expect
+        await ex.open(server.url)
+        tab, pane = ex.by("tab-panel-cpu-presets"), ex.by("panel-cpu-presets")
+        await ex.show_tab("panel-cpu-presets")
+        start = await pane.inner_text()
+        await ex.show_tab("code")
+        await ex.select_loop("i")
+        await ex.apply("parallel")  # behind the code tab: the panel waits
+        assert "omp parallel" in await ex.text("code")
+        await tab.click()
+        await expect(pane).not_to_have_text(start)
+        await expect(pane).not_to_contain_text("Updating")
+        parallel = await pane.inner_text()
+        assert "haswell" in parallel and "as scheduled at this step" in parallel
+        await ex.click("undo")  # in view: the panel follows the step at once
+        assert await pane.inner_text() == start
+        await ex.show_tab("code")
+        assert await ex.loop_names() == ["i", "j", "k"] and "omp parallel" not in await ex.text(
+            "code"
+        )
+        return log
+
+    log = run(_with_page(server.url, body))
+    assert not log.external
+
+
 def test_long_work_shows_what_runs_and_clears(server, tmp_path):
     onnx = pytest.importorskip("onnx")
     from tests.relax.test_end_to_end import mlp_model

@@ -336,3 +336,45 @@ def test_a_gpu_target_shows_the_gpu_predicted_latency_with_its_kernels(session):
     assert "occupancy" in notes["kernel gemm_kernel"] and "peak DRAM bytes/s" in notes
     cpu = _act(session, "set_target", target="cpu")["prediction"]
     assert cpu["available"] and "kernel gemm_kernel" not in dict(cpu["assumptions"])
+
+
+def test_an_extension_panel_runs_only_while_its_tab_is_shown(session):
+    from schedlab.ui import panels
+
+    runs = []
+
+    def steps(model):
+        runs.append(model.current_step)
+        return f"{len(model.steps())} steps"
+
+    panels.register_panel("steps-test", "Steps", steps)
+    try:
+        mine = lambda state: next(p for p in state["panels"] if p["name"] == "steps-test")  # noqa: E731
+        state = session.state()
+        assert mine(state) == {"name": "steps-test", "title": "Steps", "text": "1 steps",
+                               "error": "", "stale": False}  # fmt: skip
+        _act(session, "select", kind="loop", uid=_loop(state, "i"))
+        state = _act(session, "apply", primitive="split", args={"factors": [None, 8]})
+        assert mine(state)["stale"] and mine(state)["text"] == "" and runs == [0]
+        state = _act(session, "show_tab", tab="panel-steps-test")
+        assert mine(state)["text"] == "2 steps" and not mine(state)["stale"] and runs == [0, 1]
+        state = _act(session, "undo")  # in view: run for every step
+        assert mine(state)["text"] == "1 steps" and runs == [0, 1, 0]
+        _act(session, "show_tab", tab="code")
+        state = _act(session, "redo")
+        assert mine(state)["stale"] and runs == [0, 1, 0]
+    finally:
+        panels.unregister_panel("steps-test")
+
+
+def test_the_app_sends_only_the_fields_that_changed(session):
+    pytest.importorskip("panel")
+    from schedlab.ui.app import changed_fields
+
+    before = session.state()
+    state = _act(session, "select", kind="loop", uid=_loop(before, "i"))
+    sent = changed_fields(before, state)
+    assert sent["partial"] is True and sent["seq"] == state["seq"]
+    assert {"selection", "palette"} <= set(sent) and not {"code", "script", "trace"} & set(sent)
+    assert {**before, **sent, "partial": True} == {**state, "partial": True}
+    assert changed_fields({}, state) is state  # nothing shown yet: the whole state

@@ -26,6 +26,9 @@ const BUSY_TEXT = {
   import_trace: (a) => `Replaying the trace ${a.filename || ""}…`,
 };
 const MEASURING = BUSY_TEXT.measure();
+// The moving busy bar starts once an action has waited this long: a quick answer shows no
+// flicker, and a page does not draw 60 frames a second for every click.
+const BUSY_BAR_DELAY_MS = 300;
 
 const KIND_BADGES = {
   parallel: "parallel",
@@ -149,7 +152,7 @@ function render({ model, el }) {
     lastSeq = Math.max(lastSeq, state?.seq || 0) + 1;
     const busy = BUSY_TEXT[action.type]?.(action) ?? null;
     pending.set(lastSeq, { t0: performance.now(), type: action.type, busy });
-    root.classList.add("sl-busy");
+    markBusy();
     showBusy();
     model.set("action", { ...action, seq: lastSeq });
     model.save_changes();
@@ -167,6 +170,24 @@ function render({ model, el }) {
   });
   let busyShown = "";
   let busyTimer = null;
+  // `sl-busy` while an action waits for its state; `sl-slow` (the moving bar) once one has
+  // waited BUSY_BAR_DELAY_MS.
+  let slowTimer = null;
+  function markBusy() {
+    const busy = pending.size > 0;
+    root.classList.toggle("sl-busy", busy);
+    if (busy && slowTimer === null && !root.classList.contains("sl-slow")) {
+      slowTimer = setTimeout(() => {
+        slowTimer = null;
+        root.classList.toggle("sl-slow", pending.size > 0);
+      }, BUSY_BAR_DELAY_MS);
+    } else if (!busy) {
+      clearTimeout(slowTimer);
+      slowTimer = null;
+      root.classList.remove("sl-slow");
+    }
+  }
+
   function currentBusy() {
     const waiting = [...pending.values()].filter((entry) => entry.busy);
     if (waiting.length) return { text: waiting[waiting.length - 1].busy, t0: waiting[0].t0 };
@@ -375,7 +396,7 @@ function render({ model, el }) {
       class: "sl-tab",
       testid: `tab-${name}`,
       role: "tab",
-      onclick: () => showTab(name),
+      onclick: () => pickTab(name),
     });
     tabButtons[name].textContent = label;
     panes[name] = h("div", { class: "sl-pane", testid: name, role: "tabpanel" });
@@ -384,6 +405,15 @@ function render({ model, el }) {
   const paneBox = h("div", { class: "sl-panes" }, Object.values(panes));
   const right = h("div", { class: "sl-col sl-right" }, tabList, paneBox);
   root.append(h("div", { class: "sl-main" }, left, middle, right));
+
+  // A tab the user clicks. Python runs an extension's panel for new steps only while its tab
+  // is shown, so it is told when one is shown or left (a stale panel comes back fresh).
+  function pickTab(name) {
+    const panel = (tab) => tab.startsWith("panel-");
+    const told = panel(name) || panel(ui.tab);
+    showTab(name);
+    if (told && state) send({ type: "show_tab", tab: name });
+  }
 
   function showTab(name) {
     if (!tabButtons[name]) name = "code"; // an extension's tab that has gone
@@ -1123,7 +1153,7 @@ function render({ model, el }) {
             send({ type: "diff", a: step.index, b: s.current_step });
           }
           renderDiffControls(state);
-          showTab("diff");
+          pickTab("diff");
         });
         return item;
       }),
@@ -1296,7 +1326,7 @@ function render({ model, el }) {
           class: "sl-tab",
           testid: `tab-${name}`,
           role: "tab",
-          onclick: () => showTab(name),
+          onclick: () => pickTab(name),
         });
         panes[name] = h("div", { class: "sl-pane", testid: name, role: "tabpanel" });
         tabList.append(tabButtons[name]);
@@ -1308,6 +1338,9 @@ function render({ model, el }) {
       error.hidden = !panel.error;
       const text = h("pre", { class: "sl-code" });
       text.textContent = panel.text || "";
+      if (panel.stale) {
+        text.replaceChildren(h("span", { class: "sl-empty" }, "Updating for this step…"));
+      }
       panes[name].replaceChildren(error, text);
     }
     showTab(ui.tab);
@@ -1522,12 +1555,25 @@ function render({ model, el }) {
       window.__schedlabRoundtrips.push({ seq: s.seq, type: sent.type, ms });
     }
     for (const seq of pending.keys()) if (seq <= (s.seq ?? 0)) pending.delete(seq);
-    root.classList.toggle("sl-busy", pending.size > 0);
+    markBusy();
     showBusy();
   }
 
+  // The Panel app sends only the fields that changed, marked `partial` (docs/explorer.md):
+  // merged into the state this view has. A view that has none asks for the whole one.
   function update() {
-    state = model.get("state");
+    const incoming = model.get("state");
+    if (incoming?.partial) {
+      if (!state) {
+        if (!pending.size) send({ type: "resync" });
+        return;
+      }
+      const merged = { ...state, ...incoming };
+      delete merged.partial;
+      state = merged;
+    } else {
+      state = incoming;
+    }
     if (!state) {
       root.classList.add("sl-waiting");
       return;
@@ -1587,6 +1633,7 @@ function render({ model, el }) {
   return () => {
     model.off?.("change:state", onState);
     if (busyTimer !== null) clearInterval(busyTimer);
+    clearTimeout(slowTimer);
     root.remove();
   };
 }
