@@ -4,7 +4,9 @@ For a positive constant divisor `c`, terms whose coefficient `c` divides leave t
 exactly (`floordiv(q*c + r, c) == q + floordiv(r, c)` for integers), and what remains is decided
 by its bounds: `(i*4 + j) // 4` is `i` and `(i*4 + j) % 4` is `j` when `0 <= j < 4`. A common
 factor cancels (`(i*8) // 4` is `i*2`), nested divisions combine (`x // 4 // 8` is `x // 32`),
-and `x % 48 // 16` becomes the split `x // 16 % 3`.
+and `x % 48 // 16` becomes the split `x // 16 % 3`. A remainder below a factor of the
+divisor drops out: `(i*16 + j) // 880` is `i // 55` and `(i*16 + j) % 880` is `i % 55 * 16 + j`
+when `0 <= j < 16` (a fused loop split by 16 and divided back into its original axes).
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ def _exact_div(lin: Lin, g: int) -> Lin:
     return Lin(lin.dtype, terms, lin.const // g)
 
 
+def _below_factor(simplifier, rest: Lin, c: int) -> tuple[Lin, Lin, int] | None:
+    """(X, r, s) with rest == s*X + r, s a factor of `c` above 1 and 0 <= r < s: then
+    floor(rest / c) == floor(X / (c/s)) and rest mod c == s * (X mod (c/s)) + r."""
+    for s in sorted({math.gcd(coef, c) for _, coef in rest.terms.values()}, reverse=True):
+        if s <= 1:
+            continue
+        big, small = _divide_out(rest, s)
+        small_bound = simplifier.bound(small)
+        if big.terms and small_bound.min_value >= 0 and small_bound.max_value < s:
+            return big, small, s
+    return None
+
+
 def _single_split(lin: Lin, kind) -> tuple[E.PrimExpr, int] | None:
     """(x, a) when lin is `x // a + k` / `x % a + k` (coefficient 1, constant divisor)."""
     if len(lin.terms) != 1:
@@ -77,6 +92,10 @@ class DivModRules:
         g = math.gcd(rest.coef_gcd(), rest.const, c)
         if g > 1:
             return quotient.plus(self._floordiv_const(_exact_div(rest, g), c // g))
+        below = _below_factor(self, rest, c)
+        if below is not None:
+            big, _, s = below
+            return quotient.plus(self._floordiv_const(big, c // s))
         nested = _single_split(rest, E.FloorDiv)
         if nested is not None:  # floor((x // a + k) / c) == floor((x + k*a) / (a*c))
             source, inner = nested
@@ -113,6 +132,10 @@ class DivModRules:
         g = math.gcd(rest.coef_gcd(), rest.const, c)
         if g > 1:
             return self._floormod_const(_exact_div(rest, g), c // g).scaled(g)
+        below = _below_factor(self, rest, c)
+        if below is not None:
+            big, small, s = below
+            return self._floormod_const(big, c // s).scaled(s).plus(small)
         modded = _single_split(rest, E.FloorMod)
         if modded is not None and rest.const == 0 and modded[1] % c == 0:
             return self._floormod_const(parse_canonical(modded[0]), c)  # x % (c*m) % c

@@ -75,6 +75,11 @@ def test_linear_normal_form(ana, expr, expected):
         (lambda: E.Mod(i * 4 + j, const(4)), "j"),
         (lambda: E.Div(x, const(4)), "x/4"),
         (lambda: (i * n + j) // n, "(i*n + j)//n"),
+        # a remainder below a factor of the divisor: a fused loop split by 4, divided back
+        (lambda: (x * 4 + j) // 12, "x//3"),
+        (lambda: (x * 4 + j) % 12, "x%3*4 + j"),
+        (lambda: (x * 16 + k) // 880, "x//55"),
+        (lambda: (x * 8 + k) // 16, "(x*8 + k)//16"),  # k may reach 15: not below 8
     ],
 )
 def test_div_mod_rules(ana, expr, expected):
