@@ -356,6 +356,9 @@ class CExprMixin:
         return f"__builtin_convertvector({self.expr(node.value)}, {vtype})", ATOM
 
     def _v_BufferLoad(self, node):
+        lanes = self._vector_arrays.get(id(node.buffer.data))
+        if lanes:  # a whole vector of a scratch array of vectors
+            return f"{self.buffer_ref(node.buffer)}[{node.indices[0].base.value // lanes}]", ATOM
         base = contiguous_base(self.buffer_index(node))
         if base is None:  # the elem_offset was folded into a non-Ramp index
             return self._scalarize(node)

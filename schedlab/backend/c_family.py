@@ -26,7 +26,14 @@ from schedlab.ir.functor import Visitor
 from .c_expr import MUL, CExprMixin
 from .c_names import C_KEYWORDS, C_LIBRARY, NameTable, c_safe
 from .c_prelude import Prelude
-from .c_vector import LANE_OP, contiguous_base, is_plain_numeric, lane_of, split_store
+from .c_vector import (
+    LANE_OP,
+    contiguous_base,
+    is_plain_numeric,
+    lane_of,
+    register_vector_lanes,
+    split_store,
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,7 @@ class CFamilyRenderer(CExprMixin):
     stack_limit_bytes = 16 * 1024  # larger scratch goes to the heap (thread stacks are small)
     local_alignment = 64
     native_vector_bits = 0  # vector stores wider than this are split (0: never)
+    vector_register_arrays = False  # scratch accessed as whole vectors declared as vectors
     outline_parallel_body = False  # render a parallel loop's body as a function (see _outline)
 
     def __init__(self, target=None):
@@ -165,6 +173,7 @@ class CFamilyRenderer(CExprMixin):
         self._loops: dict[int, LoopSpan] = {}
         self._loop_stack: list[tuple[S.For, str]] = []
         self._ptr_types: dict[int, str] = {}
+        self._vector_arrays: dict[int, int] = {}  # scratch held as vectors: its lanes
         self._helpers: list[tuple[list[str], dict[int, LoopSpan]]] = []
         self._symbol = symbol
         self.func = func
@@ -456,7 +465,13 @@ class CFamilyRenderer(CExprMixin):
         self._ptr_types[id(buffer.data)] = ctype
         nbytes = buffer.dtype.bytes
         if isinstance(count, E.IntImm) and count.value * nbytes <= self.stack_limit_bytes:
-            self.emit(self.local_array(ctype, name, count.value, buffer))
+            lanes = self._register_lanes(node, count.value)
+            if lanes:
+                vtype = self.vector_ctype(buffer.dtype.with_lanes(lanes))
+                self._vector_arrays[id(buffer.data)] = lanes
+                self.emit(f"{vtype} {name}[{count.value // lanes}];")
+            else:
+                self.emit(self.local_array(ctype, name, count.value, buffer))
             self.stmt(node.body)
             return
         # a run-time size: each extent widened first, so the product cannot overflow int32
@@ -471,10 +486,22 @@ class CFamilyRenderer(CExprMixin):
         self.emit(f"{self.indent_unit}sl_status = -1;")
         self.emit("}")
 
+    def _register_lanes(self, node: S.Allocate, count: int) -> int | None:
+        """The lanes of a scratch buffer to declare as an array of vectors (see
+        `register_vector_lanes`), when this renderer does that."""
+        element = node.buffer.dtype
+        if not self.vector_register_arrays or element.lanes != 1 or not is_plain_numeric(element):
+            return None
+        return register_vector_lanes(node.body, node.buffer.data, count, self.native_vector_bits)
+
     def _s_BufferStore(self, node: S.BufferStore) -> None:
         buffer, value = node.buffer, node.value
         index = self.buffer_index(node)
         target = self.buffer_ref(buffer)
+        lanes = self._vector_arrays.get(id(buffer.data))
+        if lanes:  # a whole vector of a scratch array of vectors
+            self.emit(f"{target}[{index.base.value // lanes}] = {self.expr(value)};")
+            return
         if index.dtype.lanes == 1 and value.dtype.lanes == 1:
             self.emit(f"{target}[{self.expr(index)}] = {self._stored(buffer.dtype, value)};")
             return

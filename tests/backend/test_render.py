@@ -317,3 +317,28 @@ def test_omp_num_threads_can_lower_the_targets_thread_count(tmp_path):
         done = subprocess.run([str(binary)], capture_output=True, text=True, check=True,
                               env={**os.environ, "OMP_NUM_THREADS": threads})  # fmt: skip
         assert done.stdout.strip() == expected, (threads, done.stdout)
+
+
+def test_scratch_read_and_written_as_whole_vectors_is_an_array_of_vectors():
+    """A register tile's accumulators (every access a whole, aligned vector at a constant
+    offset) are declared as an array of vectors, which gcc keeps in registers; scratch read
+    element by element stays a float array. Both kernels equal numpy."""
+    import re
+
+    import numpy as np
+
+    import schedlab
+    from schedlab import dlight, workloads
+    from schedlab.target import Target
+
+    target = Target("cpu", simd_width=256)
+    for name, sizes, vector_array in (("gemm", dict(M=29, N=48, K=13), True),
+                                      ("softmax", dict(M=6, N=37), False)):  # fmt: skip
+        func, reference = workloads.get(name, **sizes)
+        sch, _ = dlight.schedule_func(func, dlight.cpu.default_rules(), target)
+        kernel = schedlab.build(sch.mod, target=target)
+        arrays = re.findall(r"\bsl_float32x8 (\w+)\[(\d+)\];", kernel.source)
+        assert bool(arrays) == vector_array, (name, arrays)
+        args = workloads.make_args(func, seed=3)
+        kernel(*args)
+        np.testing.assert_allclose(args[-1], reference(*args[:-1]), rtol=1e-5, atol=1e-5)

@@ -61,6 +61,7 @@ class CpuRenderer(CFamilyRenderer):
     preamble = _NOIPA
     kernel_prefix = "SL_KERNEL "
     outline_parallel_body = True
+    vector_register_arrays = True
 
     @property
     def native_vector_bits(self) -> int:
