@@ -203,6 +203,53 @@ def conv_axes(info: BlockInfo) -> ConvAxes | None:
     return None
 
 
+@dataclass(frozen=True)
+class BlockedConvAxes:
+    """The roles of a channel-blocked convolution's iter vars (NCHW{b}c, TVM's conv2d_NCHWc):
+    out[.., channel, .., row, lane] += data[.. row ..] * weight[channel, .., lane] — `lane`
+    (the output's last axis: channels within a block) indexes the weight's last axis and not
+    the data, `row` (the output's next-to-last axis) indexes the data and not the weight,
+    `channel` (the channel block; None when the weight has none) the weight and the output;
+    `outer` are the other spatial vars, `reduce` the reduction vars."""
+
+    outer: tuple[Var, ...]
+    channel: Var | None
+    row: Var
+    lane: Var
+    reduce: tuple[Var, ...]
+
+
+def blocked_conv_axes(info: BlockInfo) -> BlockedConvAxes | None:
+    """The roles when `info` is a channel-blocked convolution (see `BlockedConvAxes`)."""
+    block = info.block
+    if not info.is_reduction or len(block.writes) != 1 or not _single_store(block):
+        return None
+    write = block.writes[0]
+    out_vars = _index_vars(write)
+    spatial = {i.var for i in info.spatial()}
+    inputs = [region for region in block.reads if region.buffer is not write.buffer]
+    if len(inputs) != 2 or out_vars != spatial or len(write.region) < 3:
+        return None
+    lane, row = write.region[-1].min, write.region[-2].min
+    for weight, data in (inputs, inputs[::-1]):
+        weight_vars = _index_vars(weight)
+        if weight_vars is None or weight.region[-1].min is not lane:
+            continue
+        data_vars = region_vars(data)
+        if row in weight_vars or row not in data_vars or lane in data_vars:
+            continue
+        channels = (weight_vars & spatial) - {lane}
+        if len(channels) > 1:
+            continue
+        channel = next(iter(channels), None)
+        reduce = tuple(sorted((i.var for i in info.reduce()), key=info.position))
+        if not set(reduce) <= weight_vars | data_vars:
+            continue
+        outer = tuple(sorted(spatial - {channel, row, lane}, key=info.position))
+        return BlockedConvAxes(outer, channel, row, lane, reduce)
+    return None
+
+
 def dense_suffix(info: BlockInfo) -> int:
     """How many innermost loops of `info` (at least one) can be fused without breaking any
     access's contiguity: in the block's output and in every read that uses their vars, those

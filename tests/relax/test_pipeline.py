@@ -57,7 +57,10 @@ def test_cpu_phases_are_flat_pass_lists():
         assert isinstance(passes, list)
         assert all(hasattr(p, "name") and not hasattr(p, "passes") for p in passes)
     legalize = [p.name for p in cpu_pipeline.legalize_passes(target)]
-    assert legalize[0] == "LegalizeOps"
+    # convolutions into NCHW{b}c first, b = the vector lanes (a CPU without vectors: none)
+    assert legalize[:2] == ["ConvertToBlockedLayout", "LegalizeOps"]
+    scalar = [p.name for p in cpu_pipeline.legalize_passes(Target("cpu", simd_width=32))]
+    assert scalar[0] == "LegalizeOps"
     assert legalize[-3:] == ["ApplyDefaultSchedule", "FoldLayoutRewrite", "DeadCodeElimination"]
     expected = [p.name for phase in PHASES for p in getattr(cpu_pipeline, phase)(target)]
     assert [p.name for p in get_default_pipeline("cpu").passes] == expected

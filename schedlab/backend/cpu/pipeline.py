@@ -32,11 +32,23 @@ def fusion_passes() -> list[Pass]:
     ]
 
 
+def layout_passes(target: Target) -> list[Pass]:
+    """Convolution networks into NCHW{b}c, b = the target's float32 vector lanes (none
+    without vectors)."""
+    from schedlab.dlight.cpu._common import vector_lanes
+    from schedlab.ir.dtype import DataType
+    from schedlab.relax import transform as T
+
+    lanes = vector_lanes(target, DataType("float32"))
+    return [T.ConvertToBlockedLayout(lanes)] if lanes >= 2 else []
+
+
 def legalize_passes(target: Target) -> list[Pass]:
     """Operators -> scheduled loop-IR kernels."""
     from schedlab.relax import transform as T
 
     return [
+        *layout_passes(target),
         *fusion_passes(),
         # tuning hooks in here: extract_tasks stops before this pass, ApplyDatabase goes in
         # just before it (schedlab.relax.pipeline.SCHEDULE_PASS names it)

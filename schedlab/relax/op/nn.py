@@ -27,6 +27,7 @@ from ._nn_common import (
     positive,
     static,
 )
+from .layout import infer_blocked_conv2d, is_blocked, legalize_blocked_conv2d
 from .registry import REQUIRED, OpTypeError, TensorInfo, register_op
 
 _LAYOUTS = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW"), 3: ("NCDHW", "OIDHW")}
@@ -71,7 +72,10 @@ def make_conv_infer(rank: int):
     name = f"relax.nn.conv{rank}d"
 
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
-        """(N, C, *spatial) x (O, C // groups, *kernel) -> (N, O, *out)."""
+        """(N, C, *spatial) x (O, C // groups, *kernel) -> (N, O, *out); channel-blocked
+        2-D layouts: `layout.infer_blocked_conv2d`."""
+        if rank == 2 and is_blocked(attrs["data_layout"]):
+            return infer_blocked_conv2d(name, inputs, attrs, conv_params(name, attrs, rank))
         _check_conv_inputs(name, inputs, rank)
         _check_layouts(name, inputs, attrs, rank)
         p = conv_params(name, attrs, rank)
@@ -101,14 +105,16 @@ def make_conv_legalize(rank: int):
     def legalize(inputs: list, attrs: dict) -> te.Tensor:
         data, weight = inputs
         p = conv_params(name, attrs, rank)
+        info = [TensorInfo(data.shape, data.dtype), TensorInfo(weight.shape, weight.dtype)]
+        shape = make_conv_infer(rank)(info, attrs).shape
+        if rank == 2 and is_blocked(attrs["data_layout"]):
+            return legalize_blocked_conv2d(inputs, attrs, p, shape)
         dtype = out_dtype([TensorInfo(data.shape, data.dtype)], attrs)
         padded = pad(data, (0, 0, *p["before"]), (0, 0, *p["after"]))
         cig, groups = weight.shape[1], p["groups"]
         cog = op.floordiv(weight.shape[0], groups)
         rc = te.reduce_axis((0, cig), name="rc")
         taps = [te.reduce_axis((0, k), name=f"r{i}") for i, k in enumerate(weight.shape[2:])]
-        info = [TensorInfo(data.shape, data.dtype), TensorInfo(weight.shape, weight.dtype)]
-        shape = make_conv_infer(rank)(info, attrs).shape
 
         def body(*indices):
             n, f, *positions = indices
@@ -287,11 +293,19 @@ _TAP_NAMES = ("rz", "ry", "rx")
 def _check_pool_layout(name: str, inputs, attrs: dict, rank: int) -> None:
     layout = (attrs["layout"], attrs.get("out_layout") or attrs["layout"])
     expected = _POOL_LAYOUTS[rank]
+    if (
+        rank == 2
+        and is_blocked(layout[0])
+        and layout[0] == layout[1]
+        and "output_size" not in attrs
+    ):
+        return  # NCHW<b>c: the window over H and W, the channel block carried along
     if layout != (expected, expected):
         raise fail(
             name,
             inputs,
-            f"only layout={expected} is supported, got {layout[0]} (out_layout {layout[1]})",
+            f"only layout={expected}{' or NCHW<b>c' if rank == 2 else ''} is supported, got "
+            f"{layout[0]} (out_layout {layout[1]})",
         )
 
 
@@ -319,17 +333,23 @@ def make_pool_infer(name: str, rank: int):
 
     def infer(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
         """(N, C, *spatial) -> (N, C, *out); ceil_mode rounds the window count up (as TVM)."""
-        check_rank(name, inputs, 0, (rank + 2,), "data")
+        blocked = is_blocked(attrs["layout"])
+        check_rank(name, inputs, 0, (rank + 2 + blocked,), "data")
         p = _pool_params(name, inputs, attrs, rank)
         data = inputs[0].shape
         out = [
             _pool_extent(s, k, st, b, a, d, bool(attrs["ceil_mode"]))
             for s, k, st, b, a, d in zip(
-                data[2:], p["pool_size"], p["strides"], p["before"], p["after"], p["dilation"]
+                data[2 : 2 + rank],
+                p["pool_size"],
+                p["strides"],
+                p["before"],
+                p["after"],
+                p["dilation"],
             )
         ]
         check_nonempty(name, inputs, out)
-        return TensorInfo((*data[:2], *out), inputs[0].dtype)
+        return TensorInfo((*data[:2], *out, *data[2 + rank :]), inputs[0].dtype)
 
     return infer
 
@@ -351,7 +371,8 @@ def _pool_input(data: te.Tensor, attrs: dict, name: str, rank: int, fill):
     shape = make_pool_infer(name, rank)(info, attrs).shape
     extra = [s - 1 if attrs["ceil_mode"] else 0 for s in p["strides"]]
     after = [a + e for a, e in zip(p["after"], extra)]
-    padded = pad(data, (0, 0, *p["before"]), (0, 0, *after), value=fill)
+    block = (0,) * (len(data.shape) - 2 - rank)  # NCHW<b>c: the channel block, not padded
+    padded = pad(data, (0, 0, *p["before"], *block), (0, 0, *after, *block), value=fill)
     return p, shape, padded
 
 
@@ -366,8 +387,8 @@ def make_max_pool(rank: int):
         taps = _window_taps(p)
 
         def body(*indices):
-            window = _window_index(p, taps, indices[2:])
-            return te.max(padded[(*indices[:2], *window)], axis=taps)
+            window = _window_index(p, taps, indices[2 : 2 + rank])
+            return te.max(padded[(*indices[:2], *window, *indices[2 + rank :])], axis=taps)
 
         return te.compute(shape, body, name="pool_max")
 
@@ -386,7 +407,7 @@ def _window_count(p: dict, sizes, shape, include_pad: bool) -> te.Tensor:
         return op.all(pos >= lo, pos < hi)
 
     def body(*indices):
-        window = _window_index(p, taps, indices[2:])
+        window = _window_index(p, taps, indices[2 : 2 + len(sizes)])
         valid = op.all(*(inside(axis, pos) for axis, pos in enumerate(window)))
         return te.sum(op.select(valid, op.const(1, "int32"), op.const(0, "int32")), axis=taps)
 
@@ -403,11 +424,12 @@ def make_avg_pool(rank: int):
         taps = _window_taps(p)
 
         def window_sum(*indices):
-            window = _window_index(p, taps, indices[2:])
-            return te.sum(padded[(*indices[:2], *window)], axis=taps)
+            window = _window_index(p, taps, indices[2 : 2 + rank])
+            return te.sum(padded[(*indices[:2], *window, *indices[2 + rank :])], axis=taps)
 
         total = te.compute(shape, window_sum, name="pool_sum")
-        count = _window_count(p, data.shape[2:], shape, bool(attrs["count_include_pad"]))
+        sizes = data.shape[2 : 2 + rank]
+        count = _window_count(p, sizes, shape, bool(attrs["count_include_pad"]))
 
         def average(*indices):
             divisor = op.cast(op.max(count[indices], op.const(1, "int32")), data.dtype)

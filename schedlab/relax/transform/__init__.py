@@ -10,6 +10,7 @@ PassRecorder).
 from .annotate_tir_op_pattern import AnnotateTIROpPattern, analyze_op_pattern
 from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
+from .convert_blocked_layout import ConvertToBlockedLayout
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .fold_layout_rewrite import AttachLayoutFreeBuffers, FoldLayoutRewrite
@@ -22,7 +23,8 @@ from .to_non_dataflow import ToNonDataflow
 
 __all__ = [
     "AnnotateTIROpPattern", "analyze_op_pattern", "AttachLayoutFreeBuffers",
-    "CanonicalizeBindings", "DeadCodeElimination", "FoldConstant", "FoldLayoutRewrite",
+    "CanonicalizeBindings", "ConvertToBlockedLayout", "DeadCodeElimination", "FoldConstant",
+    "FoldLayoutRewrite",
     "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps",
     "legalize_call", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize",
     "normalize_function",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from schedlab.target import Target
 
 from .auto_inline import AutoInline
+from .blocked_conv_tiling import BlockedConvTiling
 from .compute_location import RandomComputeLocation
 from .conv_tiling import ConvTiling
 from .multi_level_tiling import MultiLevelTiling
@@ -90,7 +91,7 @@ def _cpu_rules(extended: bool) -> list[ScheduleRule]:
                    disallow_if_then_else=True, require_injective=True, require_ordered=True,
                    disallow_op=("exp",)),
         AddRFactor(max_jobs_per_core=16, max_innermost_factor=64),
-        *([ConvTiling()] if extended else []),
+        *([ConvTiling(), BlockedConvTiling()] if extended else []),
         MultiLevelTiling(structure="SSRSRS", max_innermost_factor=64,
                          reuse_write={"req": "may", "levels": [1, 2], "scope": "global"},
                          reuse_read=pack if extended else None, innermost_lanes=extended),

@@ -109,5 +109,6 @@ def test_registry_falls_back_to_gpu_key_and_can_be_extended():
     finally:
         del registry._SPACES["gpu"]
     names = [type(rule).__name__ for rule in default_rules(CPU)]
-    assert names == ["AutoInline", "AddRFactor", "ConvTiling", "MultiLevelTiling",
-                     "ParallelizeVectorizeUnroll", "RandomComputeLocation"]  # fmt: skip
+    assert names == ["AutoInline", "AddRFactor", "ConvTiling", "BlockedConvTiling",
+                     "MultiLevelTiling", "ParallelizeVectorizeUnroll",
+                     "RandomComputeLocation"]  # fmt: skip
