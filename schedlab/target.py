@@ -75,7 +75,9 @@ _GPU_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }  # fmt: skip
 
-_CPU_COMMON = {"march": "native", "fast_math": False, "openmp": True, "cflags": ()}
+# blocked_layout: convolution networks run in NCHW{b}c (relax.transform.ConvertToBlockedLayout)
+_CPU_COMMON = {"march": "native", "fast_math": False, "openmp": True, "cflags": (),
+               "blocked_layout": True}  # fmt: skip
 
 # AVX-512 subsets for cores gcc 12 has no -march name for (znver4, znver5 came with gcc 13/14):
 # -march=znver3 plus these runs on, and vectorizes for, Zen 4 and Zen 5.

@@ -34,13 +34,14 @@ def fusion_passes() -> list[Pass]:
 
 def layout_passes(target: Target) -> list[Pass]:
     """Convolution networks into NCHW{b}c, b = the target's float32 vector lanes (none
-    without vectors)."""
+    without vectors, or with `Target("cpu", blocked_layout=False)`)."""
     from schedlab.dlight.cpu._common import vector_lanes
     from schedlab.ir.dtype import DataType
     from schedlab.relax import transform as T
 
     lanes = vector_lanes(target, DataType("float32"))
-    return [T.ConvertToBlockedLayout(lanes)] if lanes >= 2 else []
+    wanted = lanes >= 2 and target.attrs.get("blocked_layout", True)
+    return [T.ConvertToBlockedLayout(lanes)] if wanted else []
 
 
 def legalize_passes(target: Target) -> list[Pass]:
