@@ -9,6 +9,7 @@ A session's actions run off the server's event loop, on threads shared by all se
 
 from __future__ import annotations
 
+import json
 import os
 from functools import partial
 
@@ -26,11 +27,25 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
 
 
 class ExplorerComponent(AnyWidgetComponent):
-    """The ESM component inside Panel: `state` in, `action` out (see docs/explorer.md)."""
+    """The ESM component inside Panel: `state` in, `action` out (see docs/explorer.md).
+
+    `state` is the state as JSON text: Bokeh sends a string as it is, where it walked a nested
+    dict value by value (for models inside it) and encoded and decoded it field by field, in
+    the server and in the page, on every click."""
 
     _esm = ESM_PATH
-    state = param.Dict(default={})
+    state = param.String(default="")
     action = param.Dict(default={})
+    # Panel counts every received event into pn.state.busy (param events, a cleanup); nothing
+    # here shows it, and each click paid for it on the event loop all sessions share
+    _busy__ignore = ["action"]
+
+    def _update_properties(self, *events, doc):
+        # only the state changed: Panel's design (stylesheet modifiers, resolved anew on every
+        # change) has nothing to add to it
+        if all(event.name == "state" for event in events):
+            return self._process_param_change({event.name: event.new for event in events})
+        return super()._update_properties(*events, doc=doc)
 
 
 def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | None = None,
@@ -45,37 +60,41 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     else:
         name, sizes = workload
         model.load_workload(name, **sizes)
-    component = ExplorerComponent(state=session.state(), stylesheets=[stylesheet()],
+    first = session.state()
+    component = ExplorerComponent(state=json.dumps(first), stylesheets=[stylesheet()],
                                   sizing_mode="stretch_width", min_height=760)  # fmt: skip
     figure, source = plots.latency_figure()
-    plots.update_latency(source, component.state["latency"], figure)
+    plots.update_latency(source, first["latency"], figure)
     chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
 
     times = AnswerTimes(os.environ.get(TIMINGS_ENV))
-    shown = dict(component.state)  # the state the page has, whole
+    sent = Sent(first)
 
-    def show(state: dict) -> None:
+    def show(answer: tuple[str, dict]) -> None:
+        text, state = answer
         with pn.io.hold():  # the state and the chart's data in one message
-            component.state = changed_fields(shown, state)
+            component.state = text
             plots.update_latency(source, state["latency"], figure)
-        shown.update(state)
         times.answered(state["seq"])
 
     doc = pn.state.curdoc
     if doc is None:  # not served (a test building the page): act in the caller's thread
 
         def on_action(event) -> None:
-            show(session.handle(event.new))
+            show(sent.answer(session.handle(event.new)))
     else:
-        # The action runs on a pool thread (the event loop stays free for the other sessions);
-        # its state, and those a finished measurement or a tuning run asks for, come back to
-        # the event loop as a next-tick callback, in order.
-        queue = SessionQueue(lambda state: doc.add_next_tick_callback(partial(show, state)))
+        # The action runs on a pool thread (the event loop stays free for the other sessions),
+        # and so does making its JSON; the text, and those a finished measurement or a tuning
+        # run asks for, come back to the event loop as a next-tick callback, in order.
+        def deliver(state: dict) -> None:
+            doc.add_next_tick_callback(partial(show, sent.answer(state)))
+
+        queue = SessionQueue(deliver)
 
         def on_action(event) -> None:
             times.received(event.new)
             if isinstance(event.new, dict) and event.new.get("type") == "resync":
-                shown.clear()  # the page has no state to merge into: send it whole
+                sent.forget()  # the page has no state to merge into: send it whole
             queue.submit(partial(session.handle, event.new))
 
         session.on_update = lambda: queue.submit(session.state, coalesce=True)
@@ -95,6 +114,28 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
     page = pn.Column(header, component, chart, sizing_mode="stretch_width")
     page.session = session  # for tests and the benchmark (server-side introspection)
     return page
+
+
+class Sent:
+    """What the page was sent, whole, to send it next only what changed (`answer`). Used from
+    the session's queue, one job at a time; `forget` (a resync) may come from the event loop:
+    the next answer is then the whole state."""
+
+    def __init__(self, first: dict):
+        self.shown = dict(first)
+        self._forget = False
+
+    def forget(self) -> None:
+        self._forget = True
+
+    def answer(self, state: dict) -> tuple[str, dict]:
+        """(the JSON text to send, `state`)."""
+        if self._forget:
+            self._forget = False
+            self.shown = {}
+        text = json.dumps(changed_fields(self.shown, state))
+        self.shown.update(state)
+        return text, state
 
 
 def changed_fields(shown: dict, state: dict) -> dict:

@@ -1559,10 +1559,19 @@ function render({ model, el }) {
     showBusy();
   }
 
-  // The Panel app sends only the fields that changed, marked `partial` (docs/explorer.md):
-  // merged into the state this view has. A view that has none asks for the whole one.
+  // The Panel app sends the state as JSON text, and only the fields that changed, marked
+  // `partial` (docs/explorer.md): merged into the state this view has. A view that has none
+  // asks for the whole one.
+  let parsed = [null, null]; // [text, its value]: each text is parsed once
+  function incomingState() {
+    const raw = model.get("state");
+    if (typeof raw !== "string") return raw;
+    if (parsed[0] !== raw) parsed = [raw, raw ? JSON.parse(raw) : null];
+    return parsed[1];
+  }
+
   function update() {
-    const incoming = model.get("state");
+    const incoming = incomingState();
     if (incoming?.partial) {
       if (!state) {
         if (!pending.size) send({ type: "resync" });
