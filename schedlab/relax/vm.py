@@ -15,6 +15,7 @@ LoweringError naming the kernel.) `If` is not supported by the VM yet.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -383,8 +384,7 @@ class _Call:
             tensor = np.empty(shape, dtype)
             self.fresh.add(id(tensor))
             return tensor
-        count = int(np.prod(shape, dtype=np.int64))
-        nbytes = count * np.dtype(dtype).itemsize
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         return args[0][:nbytes].view(dtype).reshape(shape)
 
     def _op_call_kernel(self, ins: Instr, args):
@@ -403,10 +403,12 @@ class _Call:
         return _Call(self.ex, ins.info, self.timer, self.storage).run(args)
 
     def _dim(self, value) -> int:
-        from .interpreter import _prim
-
         if isinstance(value, int):
             return value
+        if isinstance(value, E.IntImm):  # a static dimension: most of them, on every call
+            return value.value
+        from .interpreter import _prim
+
         try:
             return int(_prim(value, self.dims))
         except KeyError as err:

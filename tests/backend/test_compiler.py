@@ -33,6 +33,12 @@ def test_default_flags():
     assert compiler.flags_for(Target("cpu", cflags=["-DX=1"]))[-1] == "-DX=1"
 
 
+def test_register_allocation_flag_only_for_gcc(monkeypatch):
+    assert "-fira-region=one" in compiler.flags_for(Target("cpu"))  # the toolchain here: gcc
+    monkeypatch.setattr(compiler, "compiler_version", lambda command: "Debian clang 14.0.6")
+    assert "-fira-region=one" not in compiler.flags_for(Target("cpu"))
+
+
 def test_compile_error_shows_message_and_numbered_lines():
     source = "int ok(void) { return 0; }\n\nint broken(void) {\n  return nope;\n}\n"
     with pytest.raises(CompileError) as info:

@@ -21,9 +21,9 @@ from ._common import (
 from .conv import ConvTile
 from .packing import nbytes
 
-# With the accumulators declared as an array of vectors (the C back end does for whole-vector
-# scratch), gcc keeps up to 28 in registers: 13 x 2 and 7 x 4 tiles beat 13 x 1 and 7 x 2
-# (3x3 64->256 at 13 columns: 231 against 199 GFLOP/s; 512->512 at 7: 212 against 178).
+# With the accumulators an array of vectors (the C back end declares whole-vector scratch so)
+# gcc keeps up to 28 in registers (13 columns x 2 blocks: 231 GFLOP/s against 199 as 13 x 1);
+# more spill.
 MAX_BLOCKED_ACCUMULATORS = 28
 
 
@@ -58,8 +58,8 @@ class BlockedConv(ScheduleRule):
 def blocked_tile(sch, loops, info: BlockInfo, axes: BlockedConvAxes,
                  target: Target) -> ConvTile | None:  # fmt: skip
     """The register tile: `lanes` = the channel block when a vector holds it (a block of two
-    or more vectors counts as that many vectors); else two channel blocks at a time when
-    they pair up (four for images of at most 7 columns), and `tile_columns` columns."""
+    or more vectors counts as that many vectors), else two channel blocks at a time when they
+    pair up; `tile_columns` columns."""
     block_extent = extent_of(sch, loops[info.position(axes.lane)])
     columns = extent_of(sch, loops[info.position(axes.row)])
     lanes = vector_lanes(target, output_dtype(info.block))
@@ -70,16 +70,10 @@ def blocked_tile(sch, loops, info: BlockInfo, axes: BlockedConvAxes,
     else:
         return None
     accumulators = min(MAX_BLOCKED_ACCUMULATORS, vector_registers(target) - 4)
-    channel_blocks = (
-        extent_of(sch, loops[info.position(axes.channel)]) if axes.channel is not None else 1
-    )
-    if vectors == 1:
-        for count in (4, 2):
-            if channel_blocks % count == 0 and (count < 4 or columns <= 7):
-                vectors = count
-                break
-    while vectors > 1 and vectors * min(columns, 8) > accumulators:
-        vectors //= 2
+    channel = axes.channel
+    channel_blocks = extent_of(sch, loops[info.position(channel)]) if channel is not None else 1
+    if vectors == 1 and channel_blocks % 2 == 0 and 2 * min(columns, 8) <= accumulators:
+        vectors = 2
     if vectors > accumulators:
         return None
     rows = tile_columns(columns, accumulators // vectors)
@@ -87,20 +81,18 @@ def blocked_tile(sch, loops, info: BlockInfo, axes: BlockedConvAxes,
 
 
 def tile_columns(columns: int, most: int) -> int:
-    """Output columns per tile, at most `most`: the whole row when it fits; else the largest
-    divisor from 8 to 14 that leaves at least 5 tiles per row, else the largest divisor from 8
-    to 14, else from 4 to 7, else 8 with a predicated last tile. Measured on Zen 5 (one
-    thread, two channel blocks): 3x3 64->64 at 56 columns 247 GFLOP/s as 8-column tiles, 225
-    as 14; 1x1 256->64 at 56: 241 against 99 (14); 3x3 128->128 at 28: 228 as 14 against 177
-    as 7; 55 columns as 11: 229."""
-    most = max(most, 1)
+    """Output columns per tile, at most `most`: the whole row when it fits in 14; else the
+    divisor from 5 to 14 nearest 7.5 (the larger on a tie), else 8 with a predicated last
+    tile. Measured on Zen 5 (one thread, two channel blocks, NCHW16c, GFLOP/s): 3x3 128->128
+    at 28 columns 251 as 7-column tiles, 223 as 14; 3x3 64->64 at 56: 249 as 8, 220 as 14;
+    1x1 256->64 at 56: 242 as 8, 139 as 14; 55 columns: 228 as 11, 218 as 5; 13 as one tile:
+    231."""
+    most = max(min(most, 14), 1)
     if columns <= most:
         return columns
-    divisors = [d for d in range(min(14, most), 0, -1) if columns % d == 0]
-    for usable in ([d for d in divisors if d >= 8 and columns // d >= 5],
-                   [d for d in divisors if d >= 8], [d for d in divisors if d >= 4]):  # fmt: skip
-        if usable:
-            return usable[0]
+    divisors = [d for d in range(5, most + 1) if columns % d == 0]
+    if divisors:
+        return min(divisors, key=lambda d: (abs(d - 7.5), -d))
     return min(8, most)
 
 

@@ -83,13 +83,9 @@ def infer_layout_transform(inputs: list[TensorInfo], attrs: dict) -> TensorInfo:
     if channels is None:
         return TensorInfo((shape[0], shape[1] * src, shape[2], shape[3]), inputs[0].dtype)
     blocks = static(shape[1])
-    if (
-        not isinstance(channels, int)
-        or blocks is None
-        or not (blocks - 1) * src < channels <= blocks * src
-    ):
-        raise fail(name, inputs, f"channels={channels!r} must be an int in the last block: "
-                   f"from {(blocks or 0) * src - src + 1} to {(blocks or 0) * src}")  # fmt: skip
+    if not isinstance(channels, int) or blocks is None or not 1 <= channels <= blocks * src:
+        raise fail(name, inputs, f"channels={channels!r} must be an int from 1 to the "
+                   f"{(blocks or 0) * src} channels of the blocks")  # fmt: skip
     return TensorInfo((shape[0], channels, shape[2], shape[3]), inputs[0].dtype)
 
 

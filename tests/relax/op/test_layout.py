@@ -50,7 +50,7 @@ def test_layout_transform_round_trip_and_crop():
         ((1, 20, 3, 3), {"src_layout": "NCHW", "dst_layout": "NCHW8c"}, "multiple of the block"),
         ((1, 2, 3, 3, 4), {"src_layout": "NCHW8c", "dst_layout": "NCHW"}, "is not the block 8"),
         ((1, 2, 3, 3, 8), {"src_layout": "NCHW8c", "dst_layout": "NCHW", "channels": 17},
-         "from 9 to 16"),
+         "from 1 to the 16 channels"),
         ((1, 8, 3, 3), {"src_layout": "NHWC", "dst_layout": "NCHW8c"}, "NCHW or NCHW<b>c"),
         ((1, 2, 3, 3, 8), {"src_layout": "NCHW8c", "dst_layout": "NCHW4c"}, "only NCHW <->"),
     ],
