@@ -346,6 +346,9 @@ def test_latency_figure_and_update():
     assert isinstance(figure.y_scale, LogScale)
     update_latency(source, [LatencyPoint(0, "start", 0.002, 0.003)], figure)
     assert source.data["step"] == [0] and isinstance(figure.y_scale, LinearScale)
+    # y tick labels of one width on both scales: a new step repaints, no new plot layout
+    axis = figure.yaxis[0]
+    assert axis.major_label_text_font == "monospace" and "padStart(8)" in axis.formatter.code
     json_item(figure)  # serializes (what Panel/Jupyter send to the browser)
 
     figure2, same = latency_figure(source)

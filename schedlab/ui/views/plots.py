@@ -16,6 +16,18 @@ PREDICTED_COLOR = "#1f77b4"
 MEASURED_COLOR = "#d62728"
 # Above this max/min ratio a linear axis squashes the fast steps flat against zero.
 LOG_RATIO = 30.0
+# The y tick labels, padded to one width (in a monospace font): the axis keeps its width when
+# a step changes the latencies, and Bokeh repaints the chart instead of laying the whole plot
+# out again, which it does whenever an axis's width changes ("157.5" after "158": about a
+# third of the browser's work for an apply went into that). As many decimals as the ticks
+# need to differ, like Bokeh's BasicTickFormatter.
+Y_TICK_WIDTH = 8
+_Y_TICKS_JS = f"""
+let digits = 0;
+while (digits < 6 && new Set(ticks.map((t) => t.toFixed(digits))).size < ticks.length) digits++;
+const text = Math.abs(tick) >= 1e6 ? tick.toExponential(2) : tick.toFixed(digits);
+return text.padStart({Y_TICK_WIDTH});
+"""
 
 
 def _bokeh():
@@ -61,9 +73,14 @@ def wants_log_y(data: Mapping[str, list]) -> bool:
 def _set_y_scale(figure, log: bool) -> None:
     models, _ = _bokeh()
     figure.y_scale = models.LogScale() if log else models.LinearScale()
+    figure.yaxis[0].ticker = models.LogTicker() if log else models.BasicTicker()
+
+
+def _fixed_width_y_ticks(figure) -> None:
+    models, _ = _bokeh()
     axis = figure.yaxis[0]
-    axis.ticker = models.LogTicker() if log else models.BasicTicker()
-    axis.formatter = models.LogTickFormatter() if log else models.BasicTickFormatter()
+    axis.formatter = models.CustomJSTickFormatter(code=_Y_TICKS_JS)
+    axis.major_label_text_font = "monospace"
 
 
 def latency_figure(source=None):
@@ -89,6 +106,7 @@ def latency_figure(source=None):
         tooltips=[("step", "@step: @label"), ("predicted", "@predicted_ms{0.000} ms"),
                   ("measured", "@measured_ms{0.000} ms")],
     ))  # fmt: skip
+    _fixed_width_y_ticks(figure)
     # Steps are whole numbers: one tick each, none between.
     figure.xaxis.ticker = models.SingleIntervalTicker(interval=1, num_minor_ticks=0)
     # Latency usually falls step by step, which leaves the lower left corner free.
