@@ -170,7 +170,11 @@ def serve(port: int = 5006, address: str = "127.0.0.1", workload: tuple[str, dic
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
 
     def session_page():  # a plain function: Panel calls it once per browser session
-        return build_app(workload, onnx_path)
+        # each part its own document root: Bokeh lays a root out as one whole, so in one
+        # Column every resize of the explorer (a form opening, a step more) laid the chart
+        # out and repainted it too
+        for part in build_app(workload, onnx_path):
+            part.servable(title="schedlab explorer")
 
     return pn.serve(
         session_page,
