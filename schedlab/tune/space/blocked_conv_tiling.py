@@ -18,54 +18,35 @@ schedule is kept as well.
 
 from __future__ import annotations
 
-from schedlab.dlight.analysis import block_info, blocked_conv_axes, dim_of
+from schedlab.dlight.analysis import blocked_conv_axes, dim_of
 from schedlab.dlight.cpu._common import inline_epilogue
 from schedlab.schedule import BlockRV, Schedule
 from schedlab.schedule.errors import ScheduleError
 
-from .analysis import block_of, const_extent
+from .analysis import const_extent
+from .conv_tiling import OrderedTiling
 from .multi_level_tiling import TILING_STRUCTURE
-from .rule import ScheduleRule, target_of, vector_lanes
+from .rule import target_of, vector_lanes
 
 MAX_BLOCKS = 4  # channel blocks per register tile
 MAX_ROWS = 16  # output columns per register tile
 
 
-class BlockedConvTiling(ScheduleRule):
+class BlockedConvTiling(OrderedTiling):
     """See the module docstring. `orders`: the parallel-loop orders to offer ("rows": channel
     blocks innermost, "channels": outermost)."""
 
     name = "BlockedConvTiling"
 
-    def __init__(self, orders: tuple[str, ...] = ("rows", "channels")):
-        unknown = set(orders) - {"rows", "channels"}
-        if unknown or not orders:
-            raise ValueError(
-                f"BlockedConvTiling: orders must be among 'rows', 'channels', got {orders}"
-            )
-        self.orders = tuple(orders)
-
-    def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
-        node = block_of(sch, block)
-        if node is None or TILING_STRUCTURE in node.annotations:
-            return [sch]
-        info = block_info(sch.state, node)
-        axes = blocked_conv_axes(info) if info is not None else None
+    def planner(self, sch: Schedule, block: BlockRV, node, info):
+        axes = blocked_conv_axes(info)
         if axes is None or axes.channel is None:
-            return [sch]
+            return None
         extents = [const_extent(sch.get(loop)) for loop in sch.get_loops(block)]
         lanes = vector_lanes(target_of(sch), node.writes[0].buffer.dtype)
         if None in extents or lanes < 2 or extents[info.position(axes.lane)] != lanes:
-            return [sch]  # a channel block of exactly one vector (what the pass makes)
-        results = []
-        for order in self.orders:
-            new = sch.copy()
-            try:
-                _plan(new, new.get_block(node.name_hint), info, axes, order)
-            except ScheduleError:
-                continue
-            results.append(new)
-        return [*results, sch]
+            return None  # a channel block of exactly one vector (what the pass makes)
+        return lambda new, handle, order: _plan(new, handle, info, axes, order)
 
 
 def _plan(sch: Schedule, block, info, axes, order: str) -> None:

@@ -38,41 +38,55 @@ MAX_VECTORS = 4  # channel vectors per register tile
 MAX_ROWS = 16  # output columns per register tile
 
 
-class ConvTiling(ScheduleRule):
-    """See the module docstring. `orders`: the parallel-loop orders to offer ("rows": channel
-    blocks innermost, "channels": outermost)."""
-
-    name = "ConvTiling"
+class OrderedTiling(ScheduleRule):
+    """A rule that offers one design space per order of the parallel loops ("rows": channel
+    blocks innermost, "channels": outermost), the block's tile sizes left to the search.
+    Subclasses give `planner`: for a block they tile, a function applying the plan in one
+    order; else None (the block is left to the other rules)."""
 
     def __init__(self, orders: tuple[str, ...] = ("rows", "channels")):
         unknown = set(orders) - {"rows", "channels"}
         if unknown or not orders:
-            raise ValueError(f"ConvTiling: orders must be among 'rows', 'channels', got {orders}")
+            raise ValueError(f"{self.name}: orders must be among 'rows', 'channels', got {orders}")
         self.orders = tuple(orders)
+
+    def planner(self, sch: Schedule, block: BlockRV, node, info):
+        raise NotImplementedError
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
         node = block_of(sch, block)
         if node is None or TILING_STRUCTURE in node.annotations:
             return [sch]
         info = block_info(sch.state, node)
-        axes = conv_axes(info) if info is not None else None
-        if axes is None or gemm_axes(info) is not None:  # a plain GEMM is MultiLevelTiling's
-            return [sch]
-        loops = sch.get_loops(block)
-        extents = [const_extent(sch.get(loop)) for loop in loops]
-        lanes = vector_lanes(target_of(sch), node.writes[0].buffer.dtype)
-        channels = extents[info.position(axes.channel)]
-        if None in extents or lanes < 2 or channels < lanes:
+        plan = self.planner(sch, block, node, info) if info is not None else None
+        if plan is None:
             return [sch]
         results = []
         for order in self.orders:
             new = sch.copy()
             try:
-                _plan(new, new.get_block(node.name_hint), info, axes, lanes, order)
+                plan(new, new.get_block(node.name_hint), order)
             except ScheduleError:
                 continue
             results.append(new)
         return [*results, sch]
+
+
+class ConvTiling(OrderedTiling):
+    """See the module docstring. `orders`: the parallel-loop orders to offer ("rows": channel
+    blocks innermost, "channels": outermost)."""
+
+    name = "ConvTiling"
+
+    def planner(self, sch: Schedule, block: BlockRV, node, info):
+        axes = conv_axes(info)
+        if axes is None or gemm_axes(info) is not None:  # a plain GEMM is MultiLevelTiling's
+            return None
+        extents = [const_extent(sch.get(loop)) for loop in sch.get_loops(block)]
+        lanes = vector_lanes(target_of(sch), node.writes[0].buffer.dtype)
+        if None in extents or lanes < 2 or extents[info.position(axes.channel)] < lanes:
+            return None
+        return lambda new, handle, order: _plan(new, handle, info, axes, lanes, order)
 
 
 def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:

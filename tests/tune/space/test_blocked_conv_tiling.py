@@ -15,7 +15,8 @@ from schedlab.relax.op import get_op
 from schedlab.target import Target
 from schedlab.tune.space import MutateTileSize, PostOrderApply
 from schedlab.tune.space.blocked_conv_tiling import BlockedConvTiling
-from schedlab.tune.space.multi_level_tiling import TILING_STRUCTURE
+
+from .test_conv_tiling import _structures
 
 TARGET = Target("cpu", simd_width=256)  # 8 float32 lanes: the block
 
@@ -44,15 +45,6 @@ def blocked_conv(cin_blocks, inner, cout_blocks, size, kernel, stride=1, pad=0, 
         return result
 
     return func, reference
-
-
-def _structures(designs) -> list[str]:
-    found = []
-    for design in designs:
-        marks = [inst.inputs[1] for inst in design.trace.insts
-                 if inst.kind == "Annotate" and inst.attrs[0] == TILING_STRUCTURE]  # fmt: skip
-        found.append(str(marks[0]) if marks else "none")
-    return found
 
 
 def _args(func, seed):
