@@ -26,29 +26,31 @@ const el = find(document);
 """
 
 
-# JS: resolves once the root's data-seq is above `before` with [its data-roundtrip-ms, the
-# message's text], rejects after `timeout` ms
-_WAIT_FOR_SEQ = f"""([sel, before, timeout]) => new Promise((resolve, reject) => {{
+# JS: resolves once the page has sent an action after the one numbered `sent` (its root's
+# data-sent) and rendered the answer to the last one it sent (data-seq >= data-sent), with
+# [data-roundtrip-ms, the message's text, data-sent]; rejects after `timeout` ms
+_WAIT_FOR_ANSWER = f"""([sel, sent, timeout]) => new Promise((resolve, reject) => {{
   const lookup = () => {{ {_FIND_ROOT} return el; }};
   let watched = null, observer = null, timer = null, poll = null;
   const finish = (error, el) => {{
     observer?.disconnect(); clearTimeout(timer); clearInterval(poll);
     if (error) return reject(error);
     const message = el.querySelector('[data-testid="message"]');
-    resolve([el.dataset.roundtripMs, message ? message.innerText : null]);
+    resolve([el.dataset.roundtripMs, message ? message.innerText : null, el.dataset.sent]);
   }};
   const check = () => {{
     const el = lookup();
-    if (el && Number(el.dataset.seq || 0) > before) return finish(null, el);
+    const last = Number(el?.dataset.sent || 0);
+    if (el && last > sent && Number(el.dataset.seq || 0) >= last) return finish(null, el);
     if (el && el !== watched) {{
       observer?.disconnect();
       observer = new MutationObserver(check);
-      observer.observe(el, {{ attributes: true, attributeFilter: ["data-seq"] }});
+      observer.observe(el, {{ attributes: true, attributeFilter: ["data-seq", "data-sent"] }});
       watched = el;
     }}
   }};
   timer = setTimeout(() => finish(new Error(
-    `the action after seq ${{before}} got no rendered answer within ${{timeout}} ms`)), timeout);
+    `the action after seq ${{sent}} got no rendered answer within ${{timeout}} ms`)), timeout);
   poll = setInterval(check, 500);
   check();
 }})"""
@@ -65,8 +67,11 @@ class ExplorerPage:
         self.root = page.locator(ROOT)
         self.message: str | None = None  # the message's text when the last action's answer
         # was rendered (None: no message element)
+        self._sent: int | None = None  # the page's data-sent when its last answer was rendered
+        self._controls: dict = {}  # (primitive, field) -> (tag, type) of its form control
 
     async def open(self, url: str) -> ExplorerPage:
+        self._sent = None  # a new page counts its actions from 0
         await self.page.goto(url, wait_until="networkidle", timeout=self.timeout_ms)
         await self.root.wait_for(state="visible", timeout=self.timeout_ms)
         await self.by("tree").locator(".sl-node").first.wait_for(timeout=self.timeout_ms)
@@ -81,20 +86,23 @@ class ExplorerPage:
     async def roundtrip_ms(self) -> float:
         return float(await self.root.get_attribute("data-roundtrip-ms") or "nan")
 
-    async def _after(self, before: int, click) -> float:
+    async def act(self, click) -> float:
         """Run `click`, wait for the answer to be rendered; its click-to-render time in ms.
 
-        The page wakes the wait when the root's data-seq changes (a MutationObserver) and looks
-        the root up again twice a second in case it was replaced; polling every 50 ms made ten
-        pages waiting at once cost the machine CPU that the pages being timed needed. The wait
-        answers with the time and the message (`self.message`) at once: every call to the
+        The page wakes the wait when its root's data-seq or data-sent changes (a
+        MutationObserver) and looks the root up again twice a second in case it was replaced;
+        polling every 50 ms made ten pages waiting at once cost the machine CPU that the pages
+        being timed needed. The wait answers with the time, the message (`self.message`) and
+        the number of the action sent, which the next wait starts from: every call to the
         browser costs its CPU, which pages timed beside it need."""
+        if self._sent is None:
+            self._sent = int(await self.root.get_attribute("data-sent") or 0)
         await click()
-        ms, self.message = await self.page.evaluate(_WAIT_FOR_SEQ, [ROOT, before, self.timeout_ms])
+        ms, self.message, sent = await self.page.evaluate(
+            _WAIT_FOR_ANSWER, [ROOT, self._sent, self.timeout_ms]
+        )
+        self._sent = int(sent)
         return float(ms or "nan")
-
-    async def act(self, click) -> float:
-        return await self._after(await self.seq(), click)
 
     # -- what a user does ------------------------------------------------------------------------
     def tree_node(self, name: str, kind: str = "loop"):
@@ -122,7 +130,11 @@ class ExplorerPage:
         await self.open_primitive(name)
         for field, value in fields.items():
             control = self.by(f"arg-{field}")
-            tag, kind = await control.evaluate("el => [el.tagName, el.getAttribute('type')]")
+            known = self._controls.get((name, field))  # a primitive's form is always the same
+            if known is None:
+                known = await control.evaluate("el => [el.tagName, el.getAttribute('type')]")
+                self._controls[(name, field)] = known
+            tag, kind = known
             if tag == "SELECT":
                 await control.select_option(label=str(value))
             elif kind == "checkbox":

@@ -152,6 +152,7 @@ function render({ model, el }) {
     lastSeq = Math.max(lastSeq, state?.seq || 0) + 1;
     const busy = BUSY_TEXT[action.type]?.(action) ?? null;
     pending.set(lastSeq, { t0: performance.now(), type: action.type, busy });
+    root.dataset.sent = String(lastSeq); // the last action sent (its answer: data-seq >= it)
     markBusy();
     showBusy();
     model.set("action", { ...action, seq: lastSeq });
