@@ -276,8 +276,12 @@ def test_graphs_drawn_from_many_threads_at_once():
     pytest.importorskip("pygraphviz")
     code = (
         "from concurrent.futures import ThreadPoolExecutor\n"
+        "from schedlab.ui.views import graph\n"
         "from schedlab.ui.views.graph import primfunc_graph_svg as draw\n"
         "from schedlab.workloads import get\n"
+        "class Forget(dict):\n"  # every drawing laid out: no graph drawn before is kept
+        "    def __setitem__(self, key, value): pass\n"
+        "graph._DRAWN = Forget()\n"
         "funcs = [get('gemm', M=m, N=m, K=m)[0] for m in (8, 16, 32, 64)]\n"
         "want = [draw(f) for f in funcs]\n"
         "with ThreadPoolExecutor(8) as pool:\n"
@@ -287,6 +291,28 @@ def test_graphs_drawn_from_many_threads_at_once():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0 and "all equal" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_graph_drawn_before_is_not_laid_out_again(monkeypatch):
+    """Most schedule steps change no block or buffer: the graph of the new step is the DOT
+    text of the last one, drawn once for every session."""
+    pytest.importorskip("pygraphviz")
+    import pygraphviz
+
+    from schedlab.schedule import Schedule
+    from schedlab.ui.views import graph
+
+    monkeypatch.setattr(graph, "_DRAWN", {})
+    draws = []
+    draw = pygraphviz.AGraph.draw
+    monkeypatch.setattr(pygraphviz.AGraph, "draw",
+                        lambda self, *a, **k: draws.append(1) or draw(self, *a, **k))  # fmt: skip
+    sch = Schedule(_gemm())
+    first = graph.primfunc_graph_svg(sch.func)
+    sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, 16])
+    assert graph.primfunc_graph_svg(sch.func) == first and len(draws) == 1  # the same graph
+    other = graph.primfunc_graph_svg(get("gemm", M=8, N=4, K=2)[0])
+    assert other != first and len(draws) == 2
 
 
 def test_primfunc_graph_shows_allocated_buffers_between_blocks():

@@ -70,14 +70,26 @@ def _agraph(name: str):
     return graph
 
 
+_DRAWN: dict[str, str] = {}  # DOT text -> its SVG (most schedule steps leave the graph as it
+_DRAWN_MAX = 256  # was: a split or a reorder changes no block or buffer), for all sessions
+
+
 def _render(graph) -> str:
     """Lay out and draw in memory; the SVG without Graphviz's XML prolog and DOCTYPE (inline
-    SVG in HTML, and Panel's SVG pane, want it to start at "<svg")."""
+    SVG in HTML, and Panel's SVG pane, want it to start at "<svg"). A graph drawn before (the
+    same DOT text) is not laid out again. Called under the Graphviz lock."""
     try:
-        svg = graph.draw(format="svg", prog="dot").decode("utf-8")
+        dot = graph.string()
+        svg = _DRAWN.get(dot)
+        if svg is None:
+            svg = graph.draw(format="svg", prog="dot").decode("utf-8")
+            svg = svg[svg.index("<svg") :]
+            if len(_DRAWN) >= _DRAWN_MAX:
+                _DRAWN.clear()
+            _DRAWN[dot] = svg
     finally:
         graph.close()  # now, under the lock, not whenever the garbage collector gets to it
-    return svg[svg.index("<svg") :]
+    return svg
 
 
 def _shape_text(sinfo) -> str:
