@@ -56,6 +56,11 @@ _WAIT_FOR_ANSWER = f"""([sel, sent, timeout]) => new Promise((resolve, reject) =
 }})"""
 
 
+def _css_string(text: str) -> str:
+    """`text` inside a CSS "..." string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def testid(name: str) -> str:
     return f'[data-testid="{name}"]'
 
@@ -106,9 +111,9 @@ class ExplorerPage:
 
     # -- what a user does ------------------------------------------------------------------------
     def tree_node(self, name: str, kind: str = "loop"):
-        exact = re.compile(f"^{re.escape(name)}$")
-        nodes = self.by("tree").locator(f".sl-node.sl-{kind}")
-        return nodes.filter(has=self.page.locator(".sl-name", has_text=exact)).first
+        # by the node's data-name: a plain CSS match, where a text filter made the page read
+        # every node's text for each of the several look-ups one click makes
+        return self.by("tree").locator(f'.sl-node.sl-{kind}[data-name="{_css_string(name)}"]').first
 
     async def select_loop(self, name: str) -> float:
         return await self.act(lambda: self.tree_node(name).click())
@@ -116,18 +121,21 @@ class ExplorerPage:
     async def select_block(self, name: str) -> float:
         return await self.act(lambda: self.tree_node(name, "block").click())
 
-    async def open_primitive(self, name: str) -> None:
+    async def open_primitive(self, name: str, wait: bool = True) -> None:
+        """Open primitive `name`'s form (unless it is open); with `wait`, until it is shown
+        (filling a field or clicking Apply waits for its control anyway)."""
         form = self.by("primitive-form")
         if any(f"{name} on" in text for text in await form.all_inner_texts()):
             return
         await self.by(f"prim-{name}").click()
-        await form.wait_for(timeout=self.timeout_ms)
+        if wait:
+            await form.wait_for(timeout=self.timeout_ms)
 
     async def apply(self, name: str, **fields) -> float:
         """Open primitive `name`, fill its form (text fields by value, selects by label, a
         loops field by a list of loop names in order), click Apply; returns the
         click-to-rendered time in ms."""
-        await self.open_primitive(name)
+        await self.open_primitive(name, wait=False)
         for field, value in fields.items():
             control = self.by(f"arg-{field}")
             known = self._controls.get((name, field))  # a primitive's form is always the same

@@ -749,6 +749,7 @@ function render({ model, el }) {
         {
           class: classes.join(" "),
           "data-uid": node.uid,
+          "data-name": node.name,
           tabindex: 0,
           role: "treeitem",
           "aria-selected": String(selected),
