@@ -291,6 +291,11 @@ def _report(result: ExplorerBenchResult, label: str, rounds: int, log) -> None:
         log(f"  CPU time while they applied: server {cpu['server']:.1f} s, browsers (chromium "
             f"and Playwright) {cpu['browsers']:.1f} s, in {result.wall_s:.1f} s wall on "
             f"{os.cpu_count()} CPUs")  # fmt: skip
+        if "machine" in cpu:  # what else ran meanwhile: others' work on a shared machine
+            other = max(0.0, cpu["machine"] - cpu["server"] - cpu["browsers"])
+            log(f"  the machine's CPUs were busy {cpu['machine'] / result.wall_s:.2f} of "
+                f"{os.cpu_count()} on average, {other / result.wall_s:.2f} of them with other "
+                f"processes than the server and the browsers")  # fmt: skip
     verdict = "each shows only its own schedule" if result.isolated else "NOT ISOLATED"
     log(f"isolation, {_sessions(result.sessions)} at once: {verdict}")
     for problem in result.mismatches:
@@ -376,8 +381,10 @@ class CpuMeter:
             children.setdefault(ppid, []).append(pid)
         server = _tree(self.server_pid, children) if self.server_pid else set()
         browsers = _tree(os.getpid(), children) - server - {os.getpid()}
-        return {"server": sum(stats[p][1] for p in server),
-                "browsers": sum(stats[p][1] for p in browsers)}  # fmt: skip
+        sample = {"server": sum(stats[p][1] for p in server),
+                  "browsers": sum(stats[p][1] for p in browsers)}  # fmt: skip
+        machine = _machine_busy_s()
+        return sample if machine is None else {**sample, "machine": machine}
 
 
 def _proc_stats() -> dict[int, tuple[int, float]]:
@@ -392,6 +399,16 @@ def _proc_stats() -> dict[int, tuple[int, float]]:
         ppid, times = int(fields[1]), sum(int(v) for v in fields[11:15])
         stats[int(entry.parent.name)] = (ppid, times / tick)
     return stats
+
+
+def _machine_busy_s() -> float | None:
+    """CPU seconds all the machine's CPUs have been busy (not idle, not waiting for I/O)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):  # off Linux
+        return None
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return (sum(fields[:8]) - fields[3] - fields[4]) / tick
 
 
 def _tree(root: int, children: dict[int, list[int]]) -> set[int]:

@@ -31,8 +31,11 @@ def test_bench_runs_the_walk_and_ten_isolated_sessions():
     assert [len(times) for times in result.session_ms] == [len(bench.WALK)] * 10
     assert len(result.session_medians) == 10 and all(ms > 0 for ms in result.concurrent_ms)
     assert result.external_requests == []
-    assert set(result.cpu_s) == {"server", "browsers"} and result.cpu_s["browsers"] > 0
+    assert {"server", "browsers"} <= set(result.cpu_s) and result.cpu_s["browsers"] > 0
+    machine = result.cpu_s.get("machine")  # the whole machine's busy CPU time (Linux)
+    assert machine is None or machine >= 0.8 * (result.cpu_s["server"] + result.cpu_s["browsers"])
     report = "\n".join(lines)
+    assert machine is None or "with other processes than the server and the browsers" in report
     assert "median" in report and "each shows only its own schedule" in report
     assert "median per session: " in report and "goal: every session's median < 300 ms" in report
     assert "machine: " in report and "CPUs" in report and "chromium" in report
