@@ -184,7 +184,10 @@ class _Converter:
             return self._concat(binding.var, call)
         if call.op == "relax.mean":
             return self._mean(binding.var, call)
-        spec = get_op(call.op)
+        try:
+            spec = get_op(call.op)
+        except KeyError:  # not a graph operator (call_tir of a kernel, ...): left as it is
+            return False
         if spec.pattern == "elemwise" and len(call.args) == 1:
             data = self._converted_input(call.args[0])
             return data is not None and self._define(binding.var, X.Call(call.op, (data,),
