@@ -648,6 +648,8 @@ class _FreeVars(Visitor):
         for arg in node.args:
             if isinstance(arg, E.Var) and arg.dtype.is_handle:
                 self.stored.add(id(arg))  # an opaque call may write through a pointer
+            elif isinstance(arg, E.Call) and arg.op == "address_of":  # so may one of &X[i]
+                self.stored.add(id(arg.args[0].buffer.data))
         self.generic_visit(node)
 
     def visit_For(self, node):

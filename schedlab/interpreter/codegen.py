@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from schedlab.ir import expr as E
-from schedlab.ir import op
+from schedlab.ir import mma, op
 from schedlab.ir.buffer import Buffer
 from schedlab.ir.dtype import DataType
 from schedlab.ir.function import PrimFunc
@@ -316,7 +316,7 @@ class Translator(LoopGen):
         if buffer.dtype.is_vector:
             raise TranslateError(f"interpret: buffer {buffer.name} has vector type {buffer.dtype}")
         shape, strides, offset = self.layout(buffer, ctx)
-        dt = self.dtype_const(buffer.dtype)
+        dt = self.dtype_const(mma.storage_dtype(buffer))  # fp32 accumulator fragments
         return self.declare(buffer, f"_rt.allocate({dt}, {shape}, {strides}, {offset})", ctx)
 
     def match_buffer(self, match, ctx: Ctx) -> Ctx:
@@ -372,10 +372,27 @@ class Translator(LoopGen):
         elif isinstance(node, Allocate):
             self.gen(node.body, self.allocate(node.buffer, ctx))
         elif isinstance(node, Evaluate):
-            if not isinstance(node.value, (E.IntImm, E.FloatImm)):
+            if isinstance(node.value, E.Call) and node.value.op in mma.OPS:
+                self.gen_warp_op(node.value, ctx)
+            elif not isinstance(node.value, (E.IntImm, E.FloatImm)):
                 self.emit(ctx, self.expr(node.value, ctx).text)
         else:
             raise TranslateError(f"interpret: unsupported statement {type(node).__name__}")
+
+    def gen_warp_op(self, call: E.Call, ctx: Ctx) -> None:
+        """A warp-level tensor-core operation on whole tiles (schedlab.ir.mma): run by its
+        numpy emulation, each `address_of(X[i, j])` passed as (X's array, (i, j))."""
+        args = []
+        for arg in call.args:
+            if isinstance(arg, E.Call) and arg.op == mma.ADDRESS_OF:
+                load = arg.args[0]
+                info = self.buffer_info(load.buffer)
+                where = "an mma tile's address"
+                indices = "".join(self.scalar(i, ctx, where).text + ", " for i in load.indices)
+                args.append(f"({info.name}, ({indices}))")
+            else:
+                args.append(self.scalar(arg, ctx, f"an argument of {call.op}").text)
+        self.emit(ctx, f"_rt.warp_op({call.op!r}, {', '.join(args)})")
 
     def gen_store(self, node: BufferStore, ctx: Ctx) -> None:
         value = self.expr(node.value, ctx)

@@ -189,6 +189,13 @@ def allocate(dtype, shape: tuple, strides: tuple | None = None, offset: int = 0)
     return strided_view(base, shape, strides, offset)
 
 
+def warp_op(name: str, *args) -> None:
+    """A warp-level tensor-core operation on whole 16 x 16 tiles (schedlab.ir.mma)."""
+    from schedlab.ir import mma
+
+    mma.emulate(name, *args)
+
+
 def compact_strides(shape: tuple) -> tuple:
     strides, running = [], 1
     for extent in reversed(shape):

@@ -10,6 +10,7 @@ from .op import const, convert
 SCOPES = (
     "global", "shared", "shared.dyn", "local", "warp", "global.texture", "global.texture-nhwc",
     "global.texture-weight", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator",
+    "mma.matrix_a", "mma.matrix_b", "mma.accumulator",  # tensor-core fragments (ir/mma.py)
 )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from schedlab.errors import LoweringError
 from schedlab.ir import expr as E
+from schedlab.ir import mma
 from schedlab.ir.function import PrimFunc
 from schedlab.ir.functor import Visitor
 from schedlab.ir.transform import Pass, prim_func_pass
@@ -123,6 +124,8 @@ class _Usage(Visitor):
         for extent in buffer.shape:
             count *= extent.value if isinstance(extent, E.IntImm) else 0
         size = count * buffer.dtype.bytes
+        if mma.is_fragment(buffer):  # one per warp, spread over its 32 lanes (fp32 storage)
+            size = count * mma.storage_dtype(buffer).bytes // mma.WARP_LANES
         if scope_of(buffer) in BLOCK_SCOPES:
             self.shared.append((buffer.name, size))
         else:

@@ -30,6 +30,7 @@ from ..c_expr import ATOM
 from ..c_family import CFamilyRenderer, RenderedFunction, RenderedModule
 from ..c_names import C_KEYWORDS, C_LIBRARY
 from .half import HalfMixin, is_f16
+from .mma import MmaMixin
 from .vector import CudaVectors, OpenCLVectors, VectorMixin
 
 _INT_TYPES = """\
@@ -216,10 +217,11 @@ def threads_per_block(func) -> int:
     return total
 
 
-class CudaRenderer(CudaVectors, GpuRenderer):
-    """CUDA C for NVRTC / nvcc."""
+class CudaRenderer(MmaMixin, CudaVectors, GpuRenderer):
+    """CUDA C for NVRTC / nvcc; tensor-core fragments and mma.sync (schedlab/backend/gpu/mma.py)."""
 
     dialect = "CUDA"
+    supports_mma = True
     preamble = _CUDA_PREAMBLE
     kernel_prefix = 'extern "C" __global__ '
     restrict = "__restrict__"
@@ -257,6 +259,7 @@ class HipRenderer(CudaRenderer):
     """HIP C++ for hipcc / hipRTC: CUDA's tokens with HIP's header."""
 
     dialect = "HIP"
+    supports_mma = False  # AMD's matrix cores are not mma.sync
     headers = ("<hip/hip_runtime.h>",)
     half_headers = ("<hip/hip_fp16.h>",)
     preamble = _CUDA_PREAMBLE.replace("__CUDACC_RTC__", "__HIPCC_RTC__").replace(

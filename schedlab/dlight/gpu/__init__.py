@@ -1,9 +1,10 @@
 """Default GPU schedule rules (TVM's dlight.gpu), tried in this order by `default_rules()`:
 `GEMV` (matrix-vector and low-batch GEMM: a tile of outputs per block, threads split K),
-`Matmul` (GEMM-like reductions: shared-memory tiles), `GeneralReduction` (a chain of row
-reductions and elementwise stages, softmax, layer_norm, rms_norm, fused into one kernel with
-one thread block per row), `Reduction` (one thread block per output, threads cooperating: a
-lone row sum or max),
+`MatmulTensorization` (fp16 GEMM / batch matmul in whole tiles on CUDA sm_80+: ldmatrix and
+mma.sync tensor cores; declines everything else), `Matmul` (GEMM-like reductions:
+shared-memory tiles), `GeneralReduction` (a chain of row reductions and elementwise stages,
+softmax, layer_norm, rms_norm, fused into one kernel with one thread block per row),
+`Reduction` (one thread block per output, threads cooperating: a lone row sum or max),
 `Transpose` (shared-memory tile), `Elementwise` (injective blocks),
 `Fallback` (every other block: spatial loops fused and bound to blocks and threads).
 
@@ -16,6 +17,7 @@ from .elementwise import Elementwise
 from .fallback import Fallback
 from .general_reduction import GeneralReduction
 from .matmul import Matmul
+from .matmul_tensorization import MatmulTensorization
 from .reduction import GEMV, Reduction
 from .transpose import Transpose
 
@@ -27,9 +29,18 @@ def default_rules() -> tuple:
     installed extensions register (`dlight.register_rule`) come before the rule they name."""
     return with_registered(
         "gpu",
-        (GEMV(), Matmul(), GeneralReduction(), Reduction(), Transpose(), Elementwise(), Fallback()),
+        (
+            GEMV(),
+            MatmulTensorization(),
+            Matmul(),
+            GeneralReduction(),
+            Reduction(),
+            Transpose(),
+            Elementwise(),
+            Fallback(),
+        ),
     )
 
 
 __all__ = ["Elementwise", "Fallback", "GEMV", "GeneralReduction", "LowBatchGEMV", "Matmul",
-           "Reduction", "Transpose", "default_rules"]  # fmt: skip
+           "MatmulTensorization", "Reduction", "Transpose", "default_rules"]  # fmt: skip
