@@ -6,9 +6,11 @@ Cases and goals (issue #13, on an H200; TVM Dlight's own figures there in bracke
   gemm fp16 NN   4096^3 on tensor cores: >= 0.7x cuBLAS (TVM Dlight 0.11x)
   gemm fp16 NT   the same with B stored (N, K): >= 0.7x cuBLAS (TVM Dlight 0.37x)
   gemv fp16      1 x 4096 x 4096, GEMV rule: >= 4.3 TB/s of memory traffic (TVM Dlight 4.3)
-A case the rules cannot make yet (tensor cores; fp16 without the CUDA headers) is reported as
-"not supported yet" with the reason, never as a number; the GEMV then runs in fp32 and says
-so. Every result is checked against cupy's matmul before it is timed.
+The fp16 gemms are built by the MatmulTensorization rule (ldmatrix + mma.sync; compile- and
+interpreter-checked, never run on a GPU so far) when the size is a multiple of 32. A case the
+rules cannot make (an fp16 gemm whose PTX has no mma instruction, fp16 without the CUDA
+headers) is reported as "not supported yet" with the reason, never as a number; the GEMV then
+runs in fp32 and says so. Every result is checked against cupy's matmul before it is timed.
 
 Without a GPU (no cupy, or no CUDA device) every kernel it would run is compiled to PTX through
 NVRTC, to show that they build, and no figure is measured (exit status 0).
