@@ -16,7 +16,7 @@ from schedlab.relax.transform import ConvertToBlockedLayout
 from schedlab.target import Target
 
 
-def _small_cnn(classes: int = 20):
+def _small_cnn(classes: int = 20, batch: int = 1):
     rng = np.random.default_rng(0)
     inits, nodes = [], []
 
@@ -53,8 +53,8 @@ def _small_cnn(classes: int = 20):
     graph = helper.make_graph(
         nodes,
         "small_cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 31, 29])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 31, 29])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, classes])],
         initializer=inits,
     )
     return from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
@@ -85,10 +85,10 @@ def test_converted_graph_equals_the_nchw_graph(block):
     np.testing.assert_allclose(interpreter.run(converted, x), want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("simd_width", [256, 512])
-def test_cpu_pipeline_runs_the_cnn_blocked(simd_width):
-    mod = _small_cnn()
-    x = np.random.default_rng(2).standard_normal((1, 3, 31, 29)).astype("float32")
+@pytest.mark.parametrize("simd_width, batch", [(256, 1), (512, 1), (512, 2)])
+def test_cpu_pipeline_runs_the_cnn_blocked(simd_width, batch):
+    mod = _small_cnn(batch=batch)
+    x = np.random.default_rng(2).standard_normal((batch, 3, 31, 29)).astype("float32")
     target = Target("cpu", simd_width=simd_width)
     lowered = schedlab.relax.get_default_pipeline(target)(mod)
     rules = " ".join(str(f.attrs.get("dlight.rules", "")) for f in lowered.values()
