@@ -144,8 +144,9 @@ def changed_fields(shown: dict, state: dict) -> dict:
     component merges into the state it has (docs/explorer.md). A select changes a few small
     fields; sending the whole state (the highlighted code and script, the trace, the bundle)
     cost the server, the socket and the browser on every click. With nothing shown yet (a
-    page that asked with `resync`), the whole state, unmarked."""
-    if not shown:
+    page that asked with `resync`) or a field gone (a merge cannot drop it), the whole state,
+    unmarked."""
+    if not shown or shown.keys() - state.keys():
         return state
     missing = object()
     changed = {}

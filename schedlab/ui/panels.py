@@ -12,7 +12,7 @@ the open function (no tab then); an exception becomes the tab's `error`, and the
 on. Its result is cached per step. The explorer runs it for the current step while its tab is
 shown, and once per function and target to learn whether it has a tab; behind another tab it
 is not run again when the step changes: its tab stays, marked `stale` with no text, until it
-is shown (a panel predicting seven CPUs cost every click half the server's work).
+is shown (a panel predicting on seven CPUs was about half the session's work for an apply).
 """
 
 from __future__ import annotations
