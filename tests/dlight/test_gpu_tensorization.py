@@ -189,3 +189,70 @@ def test_bench_gpu_builds_the_fp16_cases_on_tensor_cores():
         case = cases[name]
         assert case.kernel is not None, case.note
         assert MMA in case.kernel.ptx and case.note == ""
+
+
+# -- the lane layouts of the CUDA helpers, against the PTX ISA's fragment layouts -----------------
+def _ldmatrix(tile, addresses, ld, trans):
+    """ldmatrix.sync.aligned.m8n8.x4(.trans).b16 as the PTX ISA defines it: lanes 8q..8q+7 give
+    the row addresses of matrix q; lane l receives, per matrix, the pair at row l / 4, columns
+    2 (l % 4) + {0, 1} (with .trans: rows 2 (l % 4) + {0, 1}, column l / 4)."""
+    flat = tile.reshape(-1)
+    rows = [[flat[addresses[8 * q + r] : addresses[8 * q + r] + 8] for r in range(8)]
+            for q in range(4)]  # fmt: skip
+    regs = np.zeros((32, 4, 2), tile.dtype)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for q in range(4):
+            m = np.array(rows[q])
+            regs[lane, q] = m[2 * t : 2 * t + 2, g] if trans else m[g, 2 * t : 2 * t + 2]
+    return regs
+
+
+def _helper_address(name: str, **values) -> int:
+    """Evaluate the address expression the helper `name` passes to sl_mma_ldmatrix (its C
+    text, integer division for `/`)."""
+    from schedlab.backend.gpu.mma import MMA_HELPERS
+
+    body = MMA_HELPERS.split(f"void {name}(")[1].split("\n}")[0]
+    found = re.findall(r"sl_mma_ldmatrix\(frag, s \+ (.+?), (\d)\);", body)
+    which = values.pop("which", 0)
+    return eval(found[which][0].replace("/", "//"), {}, values)  # the C text, as Python
+
+
+@pytest.mark.parametrize("kn", [1, 0])
+def test_helper_lane_layouts_compose_to_the_tile_product(kn):
+    """A model of one warp running sl_mma_load_a, sl_mma_load_b, sl_mma_sync and
+    sl_mma_store_*: the address arithmetic is the helpers' own C text, ldmatrix and
+    mma.m16n8k16 follow the PTX ISA's fragment layouts (A: a0a1 (g, 2t), a2a3 (g + 8, 2t),
+    a4a5 (g, 2t + 8), a6a7 (g + 8, 2t + 8); B: b0b1 (k 2t, n g), b2b3 (k 2t + 8, n g); C: c0c1
+    (g, 2t), c2c3 (g + 8, 2t)). The stored tile must be A @ B. A check of the layout
+    reasoning, not of the hardware: nothing here has run on a GPU."""
+    rng = np.random.default_rng(2)
+    a = rng.integers(-4, 4, (16, 16)).astype(np.float32)
+    b = rng.integers(-4, 4, (16, 16)).astype(np.float32)  # [k, n]
+    ld = 16
+    a_regs = _ldmatrix(a, [_helper_address("sl_mma_load_a", lane=lane, ld=ld)
+                           for lane in range(32)], ld, trans=False)  # fmt: skip
+    stored_b = b if kn else b.T.copy()
+    b_addr = [_helper_address("sl_mma_load_b", which=0 if kn else 1, q=lane // 8, r=lane % 8,
+                              ld=ld) for lane in range(32)]  # fmt: skip
+    b_regs = _ldmatrix(stored_b, b_addr, ld, trans=bool(kn))
+    out = np.full((16, 16), np.nan, np.float32)
+    for half in range(2):  # the two m16n8k16 of sl_mma_sync: columns 0-7, 8-15
+        A = np.zeros((16, 16), np.float32)
+        B = np.zeros((16, 8), np.float32)
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            for reg, (row, col) in enumerate([(g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8),
+                                              (g + 8, 2 * t + 8)]):  # fmt: skip
+                A[row, col : col + 2] = a_regs[lane, reg]
+            for reg, k in enumerate([2 * t, 2 * t + 8]):
+                B[k : k + 2, g] = b_regs[lane, 2 * half + reg]
+        D = A @ B  # m16n8k16 with these fragments
+        for lane in range(32):  # sl_mma_store_*: c[4h + i] to (g or g + 8, h * 8 + 2t + 0/1)
+            g, t = lane // 4, lane % 4
+            c = [D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1]]
+            col = half * 8 + t * 2
+            for i, (row, dc) in enumerate([(g, 0), (g, 1), (g + 8, 0), (g + 8, 1)]):
+                out[row, col + dc] = c[i]
+    np.testing.assert_array_equal(out, a @ b)
