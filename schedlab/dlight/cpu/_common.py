@@ -114,3 +114,24 @@ def parallel_prefix(sch, loops, target: Target) -> int:
         if total >= wanted:
             return count
     return len(loops)
+
+
+def rows_before_channel_blocks(sch, block, info):
+    """For a block writing an NCHW{b}c tensor ([N, C/b, H, W, b], each index a loop var, the
+    rows after the channel blocks), the row loop moved before the channel-block loop; returns
+    the block's BlockInfo afterwards (`info` when nothing moved). The BlockedConv rule splits
+    (batch, row, channel block) across threads, so a thread's rows of every channel are in its
+    own cache: an element-wise kernel or pooling reading them splits the same way (a blocked
+    concat ran 0.64x slower on two threads than on one when split by channel blocks)."""
+    from ..analysis import block_info
+
+    write = info.block.writes[0] if len(info.block.writes) == 1 else None
+    if write is None or len(write.region) != 5:
+        return info
+    dims = [r.min for r in write.region]
+    positions = {loop.var: k for k, loop in enumerate(info.loops)}
+    if not all(d in positions for d in dims) or positions[dims[2]] < positions[dims[1]]:
+        return info
+    loops = sch.get_loops(block)
+    sch.reorder(loops[positions[dims[2]]], loops[positions[dims[1]]])
+    return block_info(sch.state, sch.get(block)) or info

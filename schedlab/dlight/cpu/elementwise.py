@@ -11,6 +11,7 @@ from ._common import (
     output_dtype,
     parallel_prefix,
     parallelize,
+    rows_before_channel_blocks,
     vector_lanes,
     vectorize_innermost,
 )
@@ -29,10 +30,11 @@ class Elementwise(ScheduleRule):
     def schedule_block(self, sch, block, info: BlockInfo, target) -> bool:
         if not info.is_injective or not info.loops:
             return False
+        if any(extent_of(sch, loop) is None for loop in sch.get_loops(block)):
+            return False
+        info = rows_before_channel_blocks(sch, block, info)
         loops = sch.get_loops(block)
         extents = [extent_of(sch, loop) for loop in loops]
-        if any(e is None for e in extents):
-            return False
         lanes = vector_lanes(target, output_dtype(info.block))
         fused = dense_suffix(info)
         if fused > 1:  # one contiguous run: fewer, longer vector loops

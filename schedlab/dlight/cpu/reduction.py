@@ -16,6 +16,7 @@ from ._common import (
     output_dtype,
     parallel_prefix,
     parallelize,
+    rows_before_channel_blocks,
     vector_lanes,
     vector_registers,
 )
@@ -105,6 +106,7 @@ def _vector_plan(sch, block, info: BlockInfo, target, tiled: bool) -> bool:
     var = innermost_write_var(info)
     if var is None or not _contiguous_in_some_input(info, var):
         return False
+    info = rows_before_channel_blocks(sch, block, info)
     loops = sch.get_loops(block)
     pos = info.position(var)
     extent = extent_of(sch, loops[pos])
