@@ -123,3 +123,21 @@ def test_what_stays_nchw():
 def test_pass_factory_checks_the_block():
     with pytest.raises(ValueError, match="block must be an int >= 2"):
         ConvertToBlockedLayout(1)
+
+
+def test_a_lone_convolution_keeps_nchw():
+    """One conv alone would pay two layout transforms for one blocked kernel: left in NCHW."""
+    from schedlab.relax import expr as X
+    from schedlab.relax.block_builder import BlockBuilder
+    from schedlab.relax.struct_info import TensorStructInfo
+
+    bb = BlockBuilder()
+    x = X.Var("x", TensorStructInfo((1, 16, 6, 6), "float32"))
+    weight = X.Constant(np.ones((16, 16, 3, 3), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(X.Call("relax.nn.conv2d", (x, weight), {"padding": 1}))
+            out = bb.emit_output(X.Call("relax.nn.relu", (y,)))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    assert ConvertToBlockedLayout(8)(mod) is mod
