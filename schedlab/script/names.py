@@ -21,6 +21,7 @@ TIR_ALIAS = "T"
 IR_ALIAS = "I"
 TIR_MODULES = ("schedlab.script.tir", "tvm.script.tir")
 IR_MODULES = ("schedlab.script.ir", "tvm.script.ir")
+R_MODULES = ("schedlab.relax.R", "schedlab.script.relax", "tvm.script.relax")
 SCRIPT_PACKAGES = ("schedlab.script", "tvm.script")
 
 # ---------------------------------------------------------------------------------------------

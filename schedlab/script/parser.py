@@ -144,14 +144,30 @@ def _parse(source: _Source) -> PrimFunc | IRModule:
         raise ScriptError(f"invalid script text: {err}") from None
     except RecursionError:
         raise source.too_deep() from None
-    from . import relax_parser  # graph functions (`@R.function`) have their own parser
-
     try:
-        if relax_parser.uses_relax(tree):
+        if uses_relax(tree):  # graph functions have their own parser, loaded only for them
+            from . import relax_parser
+
             return relax_parser.RelaxParser(source).top_level(tree)
         return Parser(source).top_level(tree)
     except RecursionError:
         raise source.too_deep() from None
+
+
+def uses_relax(tree: ast.Module) -> bool:
+    """Whether the text holds graph functions (an `@R.function` or an import of `R`). Decided
+    here, on the syntax alone: loop-IR text never imports the graph IR, whose import builds
+    kernels with `@T.prim_func` (the built-in intrinsics) and so parses text itself."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if f"{node.module}.{node.names[0].name}" in N.R_MODULES:
+                return True
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else deco
+                if isinstance(target, ast.Attribute) and target.attr == "function":
+                    return True
+    return False
 
 
 class Parser(StmtParser):

@@ -20,21 +20,7 @@ from schedlab.relax import struct_info as S
 from . import names as N
 from .parser import Parser, _is_docstring
 
-R_MODULES = ("schedlab.relax.R", "schedlab.script.relax", "tvm.script.relax")
 CALL_TIR = "relax.call_tir"
-
-
-def uses_relax(tree: ast.Module) -> bool:
-    """Whether the text holds graph functions (an `@R.function` or an import of `R`)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and f"{node.module}.{node.names[0].name}" in R_MODULES:
-            return True
-        if isinstance(node, ast.FunctionDef):
-            for deco in node.decorator_list:
-                target = deco.func if isinstance(deco, ast.Call) else deco
-                if isinstance(target, ast.Attribute) and target.attr == "function":
-                    return True
-    return False
 
 
 class RelaxParser(Parser):
@@ -52,7 +38,7 @@ class RelaxParser(Parser):
         for alias in node.names:
             module = node.module if isinstance(node, ast.ImportFrom) else None
             full = f"{module}.{alias.name}" if module else alias.name
-            if full in R_MODULES:
+            if full in N.R_MODULES:
                 self.r_aliases.add(alias.asname or alias.name)
             else:
                 rest.append(alias)

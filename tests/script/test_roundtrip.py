@@ -308,7 +308,7 @@ def test_every_expression_node():
 def test_every_intrinsic(name):
     spec = INTRINSICS[name]
     x, c = Var("x", "float32"), Var("c", "bool")
-    args = {1: (x,), 2: (x, x), 3: (c, x, x)}[spec.arity]
+    args = {1: (x,), 2: (x, x), 3: (c, x, x), None: (x, x, x)}[spec.arity]  # None: variadic
     if name == "likely":
         args = (c,)
     call = Call(spec.result_dtype(args), name, args)
