@@ -159,7 +159,24 @@ def test_checked_once_launch_checks_each_new_signature_and_every_overlap(gemm_ke
     A, C = p.buf("A", 8), p.buf("C", 8)
     i = Var("i")
     kernel = build(p.func(loop(i, 8, BufferStore(C, A[i] + f32(1.0), (i,))), "overlap2"))
+    out = np.zeros(8, "float32")
+    kernel.call_checked_once((np.ones(8, "float32"), out))  # remembered: a dead array ...
+    kernel.call_checked_once((np.full(8, 2, "float32"), out))  # ... is never taken for a new one
+    np.testing.assert_array_equal(out, np.full(8, 3, "float32"))
     base = np.zeros(16, "float32")
     kernel.call_checked_once((base[8:], base[:8]))
     with pytest.raises(ValueError, match="arguments C and A overlap in memory"):
         kernel.call_checked_once((base[:8], base[:8]))
+
+
+def test_checked_once_launch_keeps_no_argument_alive(gemm_kernel):
+    """The launch remembered for the next call holds its arrays weakly: a caller's arrays die
+    with the caller's last reference."""
+    import weakref
+
+    a, b, c = _gemm_arrays()
+    gemm_kernel.call_checked_once((a, b, c))
+    gemm_kernel.call_checked_once((a, b, c))  # the remembered launch
+    gone = weakref.ref(c)
+    del c
+    assert gone() is None
