@@ -7,6 +7,8 @@ the checks on wrong schedules to keep the messages specific (tests/test_notebook
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import schedlab
@@ -204,6 +206,14 @@ def best_calls(fns: dict, seconds: float = 1.0, calls: int = 4, settle: float = 
     return best
 
 
+def speed_goals_enforced() -> bool:
+    """Whether a missed speed goal fails the notebook: yes, unless SCHEDLAB_SPEED_GOALS=report.
+    The notebook tests set it: they run beside other tests on a shared CI machine, where a
+    timing says nothing about the schedule (speed goals live in the benchmarks); the checks of
+    the schedule and its values stay."""
+    return os.environ.get("SCHEDLAB_SPEED_GOALS", "enforce") != "report"
+
+
 def check_gemm(sch, a: np.ndarray, b: np.ndarray, goal: float = 0.5) -> str:
     """`check_gemm_schedule`, then the compiled kernel against numpy: the values, then the
     speed, at least `goal` times numpy's (`against_numpy`)."""
@@ -213,6 +223,9 @@ def check_gemm(sch, a: np.ndarray, b: np.ndarray, goal: float = 0.5) -> str:
     kernel(a, b, out)
     check_values(out, a @ b, rtol=1e-3, atol=1e-3)
     ratio, ours, theirs = against_numpy(lambda: kernel(a, b, out), a, b, goal)
+    if ratio < goal and not speed_goals_enforced():
+        return (f"{summary}; matches numpy; {ratio:.0%} of numpy's speed (goal {goal:.0%}: "
+                "reported only, SCHEDLAB_SPEED_GOALS=report)")  # fmt: skip
     if ratio < goal:
         raise ExerciseError(
             f"correct, but at {ratio:.0%} of numpy's speed (goal: {goal:.0%}): "

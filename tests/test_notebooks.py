@@ -1,8 +1,10 @@
 """Every notebook under notebooks/ runs top to bottom in a real Jupyter kernel (nbclient,
 headless), so the tutorials never drift from the API; the explorer notebook's widget state is
 saved in the executed notebook, as JupyterLab would save it. The teaching notebooks (03-08)
-assert their own results (the gemm notebook: at least 50% of numpy's speed); their exercise
-checks (notebooks/exercises.py) are tested here on wrong answers, message by message."""
+assert their own results; the gemm notebook's speed goal (50% of numpy) is printed, not
+enforced, here (SCHEDLAB_SPEED_GOALS=report: timings beside other tests on a shared machine
+say nothing; speed goals live in the benchmarks). Their exercise checks
+(notebooks/exercises.py) are tested here on wrong answers, message by message."""
 
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ EXPLORER = "02_explorer.ipynb"  # run (once) by the widget-state test below
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != EXPLORER],
                          ids=lambda p: p.name)  # fmt: skip
-def test_notebook_runs(path, tmp_path):
+def test_notebook_runs(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCHEDLAB_SPEED_GOALS", "report")  # the kernel inherits it
     assert_no_errors(execute(path, tmp_path / path.name))
 
 
@@ -146,7 +149,26 @@ def test_gemm_checks_name_what_is_wrong(exercises):
     assert exercises.check_gemm_schedule(sch).startswith("parallel and vectorized")
     a = np.ones((32, 16), "float32")
     b = np.ones((16, 32), "float32")
+    _speed_goal_is_enforced_unless_reported(exercises, sch, a, b)
     ratio, ours, theirs = exercises.against_numpy(lambda: None, a, b, seconds=0.01)
     assert ratio > 0 and ours >= 0 and theirs > 0
     with pytest.raises(exercises.ExerciseError, match=r"result has shape \(2,\), numpy's has"):
         exercises.check_values(np.zeros(2), np.zeros(3))
+
+
+def _speed_goal_is_enforced_unless_reported(exercises, sch, a, b):
+    """A right but slow gemm (the timing made slow here: the message is what is tested) fails
+    `check_gemm` with the goal and the hint; SCHEDLAB_SPEED_GOALS=report turns that into a
+    note, as in the notebook tests."""
+    mp = pytest.MonkeyPatch()
+    with mp.context() as patch:
+        patch.setattr(exercises, "against_numpy", lambda *args, **kw: (0.2, 5e-3, 1e-3))
+        patch.delenv("SCHEDLAB_SPEED_GOALS", raising=False)
+        with pytest.raises(
+            exercises.ExerciseError,
+            match=r"correct, but at 20% of numpy's "
+            r"speed \(goal: 50%\): 5.00 ms against 1.00 ms; a register tile",
+        ):
+            exercises.check_gemm(sch, a, b)
+        patch.setenv("SCHEDLAB_SPEED_GOALS", "report")
+        assert "20% of numpy's speed (goal 50%: reported only" in exercises.check_gemm(sch, a, b)
