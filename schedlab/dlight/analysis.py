@@ -57,6 +57,11 @@ class BlockInfo:
         """The index (outermost 0) of the loop binding block iter var `var`."""
         return next(i for i, info in enumerate(self.loops) if info.var is var)
 
+    def loops_by_var(self, loops) -> dict:
+        """The schedule's handles `loops` of this block's loops (outermost first, as
+        `sch.get_loops` gives them before any split) keyed by the iter var each binds."""
+        return {info.var: loop for info, loop in zip(self.loops, loops)}
+
 
 def block_info(state, block: Block) -> BlockInfo | None:
     """The loop/iter-var map of `block`, or None when its binding is not trivial (an iter value

@@ -126,8 +126,7 @@ def weight_bytes(info: BlockInfo, axes: ConvAxes) -> int:
 
 def _tiled_plan(sch, block, info: BlockInfo, axes: ConvAxes, tile: ConvTile) -> bool:
     pad_channels(sch, block, info, axes, tile.vectors * tile.lanes)
-    loops = sch.get_loops(block)
-    loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
+    loop_of = info.loops_by_var(sch.get_loops(block))
     c0, c1, c2 = sch.split(loop_of[axes.channel], [None, tile.vectors, tile.lanes])
     r0, r1 = sch.split(loop_of[axes.row], [None, tile.rows])
     outer = [*(loop_of[v] for v in axes.outer), c0]

@@ -105,8 +105,7 @@ def _weight_bytes(info: BlockInfo, axes: BlockedConvAxes) -> int:
 
 
 def _tiled_plan(sch, block, info: BlockInfo, axes: BlockedConvAxes, tile: ConvTile) -> bool:
-    loops = sch.get_loops(block)
-    loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
+    loop_of = info.loops_by_var(sch.get_loops(block))
     lane = loop_of[axes.lane]
     inner = []  # the vector loops besides the lanes: channel blocks or a wide block's vectors
     if extent_of(sch, lane) > tile.lanes:

@@ -51,8 +51,7 @@ class BlockedConvTiling(OrderedTiling):
 
 def _plan(sch: Schedule, block, info, axes, order: str) -> None:
     sch.annotate(block, TILING_STRUCTURE, f"blocked-conv-{order}")
-    loops = sch.get_loops(block)
-    loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
+    loop_of = info.loops_by_var(sch.get_loops(block))
     channel, lane = loop_of[axes.channel], loop_of[axes.lane]
     c0, c1 = sch.split(
         channel, sch.sample_perfect_tile(channel, n=2, max_innermost_factor=MAX_BLOCKS)

@@ -92,8 +92,7 @@ class ConvTiling(OrderedTiling):
 def _plan(sch: Schedule, block, info, axes, lanes: int, order: str) -> None:
     sch.annotate(block, TILING_STRUCTURE, f"conv-{order}")
     pad_channels(sch, block, info, axes, lanes)
-    loops = sch.get_loops(block)
-    loop_of = {info.loops[i].var: loops[i] for i in range(len(loops))}
+    loop_of = info.loops_by_var(sch.get_loops(block))
     blocks, c2 = sch.split(loop_of[axes.channel], [None, lanes])
     c0, c1 = sch.split(
         blocks, sch.sample_perfect_tile(blocks, n=2, max_innermost_factor=MAX_VECTORS)
