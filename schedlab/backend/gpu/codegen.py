@@ -140,15 +140,11 @@ class GpuRenderer(VectorMixin, HalfMixin, CFamilyRenderer):
 
     def _allocate(self, node: S.Allocate) -> None:
         buffer = node.buffer
-        count = 1
-        for extent in buffer.shape:
-            if not isinstance(extent, E.IntImm):
-                raise LoweringError(
-                    f"buffer {buffer.name} ({scope_of(buffer)}) has the run-time size "
-                    f"{tuple(buffer.shape)} inside a {self.dialect} kernel; device scratch "
-                    "needs a constant size (compact it to a constant tile)"
-                )
-            count *= extent.value
+        count = self._constant_count(
+            buffer, f"buffer {buffer.name} ({scope_of(buffer)})",
+            f" inside a {self.dialect} kernel; device scratch needs a constant size (compact "
+            "it to a constant tile)",
+        )  # fmt: skip
         if scope_of(buffer) == "global":
             raise LoweringError(
                 f"buffer {buffer.name} (global scope) is allocated inside a {self.dialect} "
@@ -160,6 +156,18 @@ class GpuRenderer(VectorMixin, HalfMixin, CFamilyRenderer):
         self._ptr_types[id(buffer.data)] = ctype
         self.emit(self.local_array(ctype, name, count, buffer))
         self.stmt(node.body)
+
+    @staticmethod
+    def _constant_count(buffer, subject: str, remedy: str) -> int:
+        """The element count of `buffer`, which device code allocates: its shape must be
+        constant, else a LoweringError naming it (`subject`) and what to do (`remedy`)."""
+        count = 1
+        for extent in buffer.shape:
+            if not isinstance(extent, E.IntImm):
+                raise LoweringError(f"{subject} has the run-time size {tuple(buffer.shape)}"
+                                    f"{remedy}")  # fmt: skip
+            count *= extent.value
+        return count
 
     def scratch_ctype(self, dtype) -> str:
         """Hook: the element type of a shared/local array of `dtype`."""

@@ -119,14 +119,8 @@ class MmaMixin:
             return
         self._check_mma(f"the fragment buffer {buffer.name} ({buffer.scope})")
         ctype, per_entry, _ = _PER_LANE[buffer.scope]
-        count = 1
-        for extent in buffer.shape:
-            if not isinstance(extent, E.IntImm):
-                raise LoweringError(
-                    f"fragment buffer {buffer.name} has the run-time size "
-                    f"{tuple(buffer.shape)}; fragments need constant sizes"
-                )
-            count *= extent.value
+        count = self._constant_count(buffer, f"fragment buffer {buffer.name}",
+                                     "; fragments need constant sizes")  # fmt: skip
         if count % (mma.TILE * mma.TILE):
             raise LoweringError(f"fragment buffer {buffer.name} holds {count} elements, not whole "
                                 "16 x 16 tiles")  # fmt: skip
