@@ -1,8 +1,9 @@
 """CUDA tensor-core intrinsics (sm_80+): fp16 inputs, mma.sync m16n8k16, fp32 accumulation.
 
-Each description is plain TIR on one 16 x 16 tile (16 x 16 x 16 for the product); each
-implementation is one warp-level call of `schedlab.ir.mma` on whole tiles, which the
-interpreter runs by its numpy emulation and the CUDA renderer as ldmatrix / mma.sync PTX:
+Each description is plain TIR on one 16 x 16 tile (16 x 16 x 16 for the product), made from
+one TVMScript template per kind (a tile copy, the product, the fill) for each layout and
+dtype; each implementation is one warp-level call of `schedlab.ir.mma` on whole tiles, which
+the interpreter runs by its numpy emulation and the CUDA renderer as ldmatrix / mma.sync PTX:
 
 - `cuda_mma_load_a_f16`: A fragment (scope "mma.matrix_a") <- a 16 x 16 [m, k] tile of shared
   memory (ldmatrix.x4);
@@ -22,7 +23,7 @@ from __future__ import annotations
 from schedlab.ir import mma
 from schedlab.ir import stmt as S
 from schedlab.ir.function import PrimFunc
-from schedlab.script import tir as T
+from schedlab.script import from_source
 
 from ..tensor_intrin import TensorIntrin
 
@@ -34,98 +35,55 @@ FILL = {"f16": "cuda_mma_fill_f16", "f32": "cuda_mma_fill_f32"}
 STORE = {"f16": "cuda_mma_store_f16", "f32": "cuda_mma_store_f32"}
 
 
-# fmt: off
+DTYPES = {"f16": "float16", "f32": "float32"}
+
+
+def _tile_copy_desc(
+    dtype: str, source: tuple[str, str], target: tuple[str, str], block: str
+) -> PrimFunc:
+    """target[i, j] = source[i, j] on a 16 x 16 tile; `source` and `target` are (buffer
+    name, scope)."""
+    (src, src_scope), (dst, dst_scope) = source, target
+    return from_source(f"""
 @T.prim_func
-def load_a_desc(S_: T.Buffer((16, 16), "float16", scope="shared"),
-                F: T.Buffer((16, 16), "float16", scope="mma.matrix_a")):
+def {block}_desc({src}: T.Buffer((16, 16), "{dtype}", scope="{src_scope}"),
+                 {dst}: T.Buffer((16, 16), "{dtype}", scope="{dst_scope}")):
     for i, j in T.grid(16, 16):
-        with T.block("load"):
+        with T.block("{block}"):
             vi, vj = T.axis.remap("SS", [i, j])
-            F[vi, vj] = S_[vi, vj]
+            {dst}[vi, vj] = {src}[vi, vj]
+""")
 
 
+def _sync_desc(layout: str, acc: str) -> PrimFunc:
+    """C[i, j] += A[i, k] * B[k, j] (layout "kn") or B[j, k] ("nk") on a 16 x 16 x 16 tile;
+    an "f32" accumulator multiplies the fp16 inputs cast to fp32."""
+    b = "B[vk, vj]" if layout == "kn" else "B[vj, vk]"
+    product = (f"A[vi, vk] * {b}" if acc == "f16"
+               else f'T.Cast("float32", A[vi, vk]) * T.Cast("float32", {b})')  # fmt: skip
+    return from_source(f"""
 @T.prim_func
-def load_b_desc(S_: T.Buffer((16, 16), "float16", scope="shared"),
-                F: T.Buffer((16, 16), "float16", scope="mma.matrix_b")):
-    for i, j in T.grid(16, 16):
-        with T.block("load"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            F[vi, vj] = S_[vi, vj]
-
-
-@T.prim_func
-def sync_kn_f16_desc(A: T.Buffer((16, 16), "float16", scope="mma.matrix_a"),
-                     B: T.Buffer((16, 16), "float16", scope="mma.matrix_b"),
-                     C: T.Buffer((16, 16), "float16", scope="mma.accumulator")):
+def sync_{layout}_{acc}_desc(A: T.Buffer((16, 16), "float16", scope="{mma.MATRIX_A}"),
+                             B: T.Buffer((16, 16), "float16", scope="{mma.MATRIX_B}"),
+                             C: T.Buffer((16, 16), "{DTYPES[acc]}", scope="{mma.ACCUMULATOR}")):
     for i, j, k in T.grid(16, 16, 16):
         with T.block("update"):
             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+            C[vi, vj] = C[vi, vj] + {product}
+""")
 
 
+def _fill_desc(acc: str) -> PrimFunc:
+    """C = 0 on a 16 x 16 accumulator tile."""
+    dtype = DTYPES[acc]
+    return from_source(f"""
 @T.prim_func
-def sync_nk_f16_desc(A: T.Buffer((16, 16), "float16", scope="mma.matrix_a"),
-                     B: T.Buffer((16, 16), "float16", scope="mma.matrix_b"),
-                     C: T.Buffer((16, 16), "float16", scope="mma.accumulator")):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("update"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
-
-
-@T.prim_func
-def sync_kn_f32_desc(A: T.Buffer((16, 16), "float16", scope="mma.matrix_a"),
-                     B: T.Buffer((16, 16), "float16", scope="mma.matrix_b"),
-                     C: T.Buffer((16, 16), "float32", scope="mma.accumulator")):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("update"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vk, vj])
-
-
-@T.prim_func
-def sync_nk_f32_desc(A: T.Buffer((16, 16), "float16", scope="mma.matrix_a"),
-                     B: T.Buffer((16, 16), "float16", scope="mma.matrix_b"),
-                     C: T.Buffer((16, 16), "float32", scope="mma.accumulator")):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("update"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vj, vk])
-
-
-@T.prim_func
-def fill_f16_desc(C: T.Buffer((16, 16), "float16", scope="mma.accumulator")):
+def fill_{acc}_desc(C: T.Buffer((16, 16), "{dtype}", scope="{mma.ACCUMULATOR}")):
     for i, j in T.grid(16, 16):
         with T.block("init"):
             vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = T.float16(0)
-
-
-@T.prim_func
-def fill_f32_desc(C: T.Buffer((16, 16), "float32", scope="mma.accumulator")):
-    for i, j in T.grid(16, 16):
-        with T.block("init"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = T.float32(0)
-
-
-@T.prim_func
-def store_f16_desc(C: T.Buffer((16, 16), "float16", scope="mma.accumulator"),
-                   D: T.Buffer((16, 16), "float16")):
-    for i, j in T.grid(16, 16):
-        with T.block("store"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            D[vi, vj] = C[vi, vj]
-
-
-@T.prim_func
-def store_f32_desc(C: T.Buffer((16, 16), "float32", scope="mma.accumulator"),
-                   D: T.Buffer((16, 16), "float32")):
-    for i, j in T.grid(16, 16):
-        with T.block("store"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            D[vi, vj] = C[vi, vj]
-# fmt: on
+            C[vi, vj] = T.{dtype}(0)
+""")
 
 
 def _impl(desc: PrimFunc, name: str, order: tuple[int, ...], *extra: int) -> PrimFunc:
@@ -137,18 +95,20 @@ def _impl(desc: PrimFunc, name: str, order: tuple[int, ...], *extra: int) -> Pri
     return PrimFunc(desc.params, body, desc.buffer_map, attrs=dict(desc.attrs))
 
 
+load_a_desc = _tile_copy_desc("float16", ("S_", "shared"), ("F", mma.MATRIX_A), "load")
 TensorIntrin.register(LOAD_A, load_a_desc, _impl(load_a_desc, mma.LOAD_A, (1, 0)))
+load_b_desc = _tile_copy_desc("float16", ("S_", "shared"), ("F", mma.MATRIX_B), "load")
 for _layout, _kn in (("kn", 1), ("nk", 0)):
     TensorIntrin.register(LOAD_B[_layout], load_b_desc,
                           _impl(load_b_desc, mma.LOAD_B, (1, 0), _kn))  # fmt: skip
-_SYNC_DESCS = {("kn", "f16"): sync_kn_f16_desc, ("nk", "f16"): sync_nk_f16_desc,
-               ("kn", "f32"): sync_kn_f32_desc, ("nk", "f32"): sync_nk_f32_desc}  # fmt: skip
-for (_layout, _acc), _desc in _SYNC_DESCS.items():
+for _layout, _acc in SYNC:
+    _desc = _sync_desc(_layout, _acc)
     _kn = 1 if _layout == "kn" else 0
     TensorIntrin.register(SYNC[_layout, _acc], _desc, _impl(_desc, mma.SYNC, (2, 0, 1), _kn))
-for _acc, _desc in (("f16", fill_f16_desc), ("f32", fill_f32_desc)):
+for _acc in DTYPES:
+    _desc = _fill_desc(_acc)
     TensorIntrin.register(FILL[_acc], _desc, _impl(_desc, mma.FILL, (0,), 0))
-for _acc, _desc in (("f16", store_f16_desc), ("f32", store_f32_desc)):
+    _desc = _tile_copy_desc(DTYPES[_acc], ("C", mma.ACCUMULATOR), ("D", "global"), "store")
     TensorIntrin.register(STORE[_acc], _desc, _impl(_desc, mma.STORE, (1, 0)))
 
 __all__ = ["LOAD_A", "LOAD_B", "SYNC", "FILL", "STORE"]
