@@ -33,6 +33,12 @@ LINK_FLAGS = ("-lm",)
 # 3x3 64->64 conv at 56x56 in NCHW16c with a batch-norm epilogue: 147 -> 249 GFLOP/s, Zen 5,
 # one thread; gemm 1024 and the NCHW conv rule unchanged).
 GCC_FLAGS = ("-fira-region=one",)
+# x86 only: no native half-precision arithmetic. float16 values are computed in float and
+# rounded after every operation (c_prelude); with AVX512-FP16 (Sapphire Rapids and newer) gcc
+# narrows each rounded float op to a half op and then fuses a product into the next add
+# (vfmsub231sh under -ffp-contract=fast), skipping a rounding numpy does. F16C/AVX-512F
+# conversions are kept.
+X86_FLAGS = ("-mno-avx512fp16",)
 INSTALL_HINT = (
     "install a C compiler with OpenMP: `apt-get install gcc` (Debian/Ubuntu), "
     "`dnf install gcc` (Fedora/RHEL), `apk add gcc musl-dev` (Alpine), or set SCHEDLAB_CC "
@@ -66,6 +72,8 @@ def flags_for(target=None) -> tuple[str, ...]:
         flags.append("-ffast-math")
     if _is_gcc(compiler_command()):
         flags.extend(GCC_FLAGS)
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        flags.extend(f for f in X86_FLAGS if _accepts(compiler_command(), f))
     flags.extend(attrs.get("cflags", ()))
     return tuple(flags)
 
@@ -79,6 +87,17 @@ def _is_gcc(command: str) -> bool:
         return False
     text = version.lower()
     return "gcc" in text and "clang" not in text
+
+
+@cache
+def _accepts(command: str, flag: str) -> bool:
+    """Whether the compiler takes `flag` (gcc before 12 has no -mno-avx512fp16); asked once."""
+    try:
+        path = _resolve(command)
+    except ToolchainMissingError:
+        return False
+    probe = [path, flag, "-E", "-x", "c", os.devnull]
+    return subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
 
 
 def _resolve(command: str) -> str:
