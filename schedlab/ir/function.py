@@ -76,6 +76,11 @@ class IRModule(Node):
     def __setattr__(self, name, value):
         raise AttributeError("IRModule is immutable; use with_function / update")
 
+    def __reduce__(self):
+        # pickled by its constructor (the default would set slots through __setattr__):
+        # search workers send scheduled modules back to the tuner
+        return (IRModule, (self._functions, self.attrs))
+
     @staticmethod
     def from_expr(func: BaseFunc, name: str | None = None) -> IRModule:
         name = name or (func.name if isinstance(func, PrimFunc) else "main")

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 from functools import cache
 from typing import Any
 
-_uid_counter = itertools.count(1)
+# Each process numbers from its own range, pid * 2**30: nodes travel between processes (the
+# tuner's search workers send scheduled modules back), and a loop made here must never take
+# the id of one made there. Ids stay below 2**53, exact as JavaScript numbers (the explorer).
+_UID_RANGE = 1 << 30
+_uid_pid = os.getpid()
+_uid_counter = itertools.count(_uid_pid * _UID_RANGE + 1)
 
 
 def fresh_uid() -> int:
     """A process-wide unique id for loops and blocks (kept across copies; ignored by equality)."""
+    global _uid_pid, _uid_counter
+    if os.getpid() != _uid_pid:  # a forked child starts its own range
+        _uid_pid = os.getpid()
+        _uid_counter = itertools.count(_uid_pid * _UID_RANGE + 1)
     return next(_uid_counter)
 
 

@@ -41,6 +41,9 @@ def add_tune_parser(commands) -> None:
         help="measure on a dask.distributed cluster (tcp://host:8786)",
     )
     tune.add_argument("--seed", type=int, default=0, help="search seed")
+    tune.add_argument("--search-workers", type=int, default=None, metavar="N",
+                      help="processes the search replays candidates on (default: one per "
+                      "usable CPU, at most 8; 1: in this process)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
@@ -73,7 +76,7 @@ def _tune(args, tasks, work_dir, budget, stop):
         return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
                           num_trials_per_iter=args.per_iter, strategy=args.strategy,
                           cost_model=args.cost_model, measurer=measurer, seed=args.seed,
-                          stop=stop)  # fmt: skip
+                          stop=stop, search_workers=args.search_workers)  # fmt: skip
     finally:
         if measurer is not None:
             measurer.close()

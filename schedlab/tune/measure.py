@@ -264,7 +264,7 @@ def _serve(fd: int) -> None:
         except (EOFError, OSError):
             return
         try:
-            reply = ("ok", _JOBS[job](state, *args))
+            reply = ("ok", _job_function(job)(state, *args))
         except Exception as err:
             reply = ("error", _describe(err))
         conn.send(reply)
@@ -314,6 +314,19 @@ def _job_bench(state: dict, number: int | None, repeat: int, min_repeat_ms: floa
 _JOBS: dict[str, Callable[..., Any]] = {
     "build": _job_build, "load": _job_load, "bench": _job_bench,
 }  # fmt: skip
+
+
+def _job_function(job: str) -> Callable[..., Any]:
+    """One of _JOBS, or "schedlab.module:function" of another part of the tuner (the search's
+    replays: `candidates._worker_job`), imported on first use."""
+    if job in _JOBS:
+        return _JOBS[job]
+    module, _, name = job.partition(":")
+    if not module.startswith("schedlab.") or not name:
+        raise ValueError(f"unknown worker job {job!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 # -- builder ------------------------------------------------------------------------------------

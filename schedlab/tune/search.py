@@ -13,52 +13,32 @@ compute location: every mutation edits a sampling decision of the trace, never c
 batch is the best of the pool, with an eps-greedy share of random samples so a wrong cost
 model cannot lock the search in. `ReplayTrace` measures fresh random samples only.
 
-Both are seeded: the same seed, task and database give the same candidates.
+Both are seeded: the same seed, task and database give the same candidates. The replays a
+batch needs (fresh samples, mutations, stored records) go to the caller's candidate maker as
+one list of jobs at a time (`candidates.py`): in this process or on worker processes, with the
+same candidates either way.
 """
 
 from __future__ import annotations
 
 import heapq
 import random
-from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
 
-from schedlab.schedule import Schedule, Trace
-from schedlab.schedule.errors import ScheduleError, TraceError
+from schedlab.schedule import Trace
 
+from .candidates import Candidate, InProcess, SearchContext
 from .task import TuneTask
 
-REPLAY_CACHE_SIZE = 1024  # replayed schedules kept per task (each holds its version history)
-
-
-@dataclass(frozen=True, eq=False)
-class Candidate:
-    """A schedule to measure. `key` is the scheduled module's structural fingerprint: two
-    traces that make the same loop nest are one candidate."""
-
-    sch: Schedule
-    key: str
-
-    @property
-    def trace(self) -> Trace:
-        return self.sch.trace
-
-    @property
-    def mod(self):
-        return self.sch.mod
-
-    @staticmethod
-    def of(sch: Schedule) -> Candidate:
-        from schedlab.ir.structural import structural_fingerprint
-
-        return Candidate(sch, structural_fingerprint(sch.mod))
+__all__ = ["Candidate", "SearchStrategy", "ReplayTrace", "EvolutionarySearch", "make_strategy"]
 
 
 class SearchStrategy:
     """Base: `start` binds a task, `generate(n)` proposes up to n unmeasured candidates
-    (fewer, or none, when the space is exhausted), `notify` records what was measured."""
+    (fewer, or none, when the space is exhausted), `notify` records what was measured.
+    Candidates are made by `maker` (candidates.InProcess or WorkerPool; default: this
+    process), which the caller owns."""
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -66,18 +46,17 @@ class SearchStrategy:
         self.task: TuneTask | None = None
         self.measured: set[str] = set()
         self.design_spaces: list[Trace] = []
-        self._replayed: OrderedDict[str, Schedule | None] = OrderedDict()
 
-    def start(self, task: TuneTask, space, database=None, cost_model=None) -> None:
+    def start(self, task: TuneTask, space, database=None, cost_model=None,
+              maker=None) -> None:  # fmt: skip
         self.task, self.space, self.database, self.cost_model = task, space, database, cost_model
+        self.context = SearchContext.of(task, space)
+        self.maker = maker if maker is not None else InProcess()
         self.design_spaces = [s.trace for s in space.generate_design_space(task.func, task.target)]
         if not self.design_spaces:
             raise ValueError(f"search: the design space of task {task.name!r} is empty")
-        self.measured = set()
-        for record in self._stored_records():
-            sch = self._replay(Trace.from_json(record.trace))
-            if sch is not None:
-                self.measured.add(Candidate.of(sch).key)
+        stored = self._replay_all([Trace.from_json(r.trace) for r in self._stored_records()])
+        self.measured = {c.key for c in stored if c is not None}
 
     def generate(self, count: int) -> list[Candidate]:
         raise NotImplementedError
@@ -92,40 +71,25 @@ class SearchStrategy:
             return []
         return self.database.records(workload=self.task.workload, target=str(self.task.target))
 
-    def _replay(self, trace: Trace) -> Schedule | None:
-        """The schedule `trace` makes (None when it no longer applies). Mutations often land
-        on a trace seen before, and a replay costs tens of milliseconds: replays are cached
-        by the trace's decisions."""
-        from .database import candidate_key
-
-        key = candidate_key(trace)
-        if key in self._replayed:
-            self._replayed.move_to_end(key)
-            return self._replayed[key]
-        sch = self.space.apply_trace(self.task.func, self.task.target, trace)
-        self._replayed[key] = sch
-        if len(self._replayed) > REPLAY_CACHE_SIZE:
-            self._replayed.popitem(last=False)
-        return sch
-
-    def _random_sample(self) -> Candidate | None:
-        """One fresh sample of a random design space (None when a sampled decision is
-        illegal: the space's postprocessors refuse it)."""
-        trace = self.design_spaces[self.rng.randrange(len(self.design_spaces))]
-        seed = self.rng.randrange(1, 2**31 - 1)
-        sch = self.space.sample_candidate(self.task.func, self.task.target, trace, seed)
-        return None if sch is None else Candidate.of(sch)
+    def _replay_all(self, traces: list[Trace]) -> list[Candidate | None]:
+        """The candidate each trace makes (None where it no longer applies)."""
+        return self.maker.map(self.context, [("replay", trace) for trace in traces])
 
     def _random_unmeasured(self, count: int, exclude: set[str], max_fails: int) -> list:
+        """Up to `count` fresh samples of random design spaces, new and unmeasured, drawn in
+        waves of what is still missing until `max_fails` samples were refused or repeats."""
         picked: list[Candidate] = []
         fails = 0
         while len(picked) < count and fails < max_fails:
-            candidate = self._random_sample()
-            if candidate is None or candidate.key in exclude or candidate.key in self.measured:
-                fails += 1
-                continue
-            exclude.add(candidate.key)
-            picked.append(candidate)
+            jobs = [("sample", self.design_spaces[self.rng.randrange(len(self.design_spaces))],
+                     self.rng.randrange(1, 2**31 - 1))
+                    for _ in range(count - len(picked))]  # fmt: skip
+            for candidate in self.maker.map(self.context, jobs):
+                if candidate is None or candidate.key in exclude or candidate.key in self.measured:
+                    fails += 1
+                    continue
+                exclude.add(candidate.key)
+                picked.append(candidate)
         return picked
 
 
@@ -142,8 +106,8 @@ class ReplayTrace(SearchStrategy):
 
 class EvolutionarySearch(SearchStrategy):
     """MetaSchedule's evolutionary search, sized for a Python tuner (TVM's population is 512
-    with 4 generations; each candidate here is a trace replay of ~10 ms, so the defaults are
-    smaller and the time goes to measuring)."""
+    with 4 generations; each candidate here is a trace replay of 30-150 ms, so the defaults
+    are smaller and the time goes to measuring)."""
 
     def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
                  init_min_unmeasured: int = 16, max_fail_count: int = 40,
@@ -164,12 +128,6 @@ class EvolutionarySearch(SearchStrategy):
         self.genetic_mutate_prob = genetic_mutate_prob
         self.genetic_max_fail_count = genetic_max_fail_count
         self.eps_greedy = eps_greedy
-
-    def start(self, task, space, database=None, cost_model=None) -> None:
-        super().start(task, space, database, cost_model)
-        mutators = space.mutators(task.target)
-        self.mutators = list(mutators)
-        self.mutator_probs = [float(p) for p in mutators.values()]
 
     def generate(self, count: int) -> list[Candidate]:
         population = self._initial_population()
@@ -194,12 +152,8 @@ class EvolutionarySearch(SearchStrategy):
         if count <= 0 or self.database is None:
             return []
         records = self.database.get_top_k(self.task.workload, str(self.task.target), count)
-        population = []
-        for record in records:
-            sch = self._replay(Trace.from_json(record.trace))
-            if sch is not None:
-                population.append(Candidate.of(sch))
-        return population
+        replayed = self._replay_all([Trace.from_json(record.trace) for record in records])
+        return [candidate for candidate in replayed if candidate is not None]
 
     def _evolve(self, population: list[Candidate], count: int) -> list:
         """Genetic iterations; returns a heap of (score, tie, candidate) of unmeasured
@@ -228,29 +182,22 @@ class EvolutionarySearch(SearchStrategy):
         return np.nan_to_num(np.maximum(scores, 0.0), nan=0.0, posinf=0.0)
 
     def _next_generation(self, population: list[Candidate], scores: np.ndarray) -> list:
+        """Parents drawn in proportion to their score, each mutated with probability
+        `genetic_mutate_prob` (a parent none of whose mutations replays stays as it is)."""
         weights = scores + 1e-9 if scores.sum() > 0 else np.ones(len(scores))
         children: list[Candidate] = []
+        jobs, slots = [], []
         for _ in range(self.population_size):
             parent = population[self._draw(weights)]
-            children.append(self._child(parent) if self.rng.random() < self.genetic_mutate_prob
-                            else parent)  # fmt: skip
+            if self.rng.random() < self.genetic_mutate_prob:
+                seed = self.rng.randrange(1, 2**31 - 1)
+                jobs.append(("mutate", parent.trace, seed, self.genetic_max_fail_count))
+                slots.append(len(children))
+            children.append(parent)
+        for slot, child in zip(slots, self.maker.map(self.context, jobs)):
+            if child is not None:
+                children[slot] = child
         return children
-
-    def _child(self, parent: Candidate) -> Candidate:
-        """A mutation of `parent` that replays (the parent itself after too many tries)."""
-        for _ in range(self.genetic_max_fail_count):
-            mutator = self.mutators[self.rng.choices(range(len(self.mutators)),
-                                                     self.mutator_probs)[0]]  # fmt: skip
-            try:
-                trace = mutator.apply(parent.trace, self.rng)
-            except (ScheduleError, TraceError):
-                trace = None
-            if trace is None:
-                continue
-            sch = self._replay(trace)
-            if sch is not None:
-                return Candidate.of(sch)
-        return parent
 
     def _draw(self, weights: np.ndarray) -> int:
         return self.rng.choices(range(len(weights)), weights=list(weights))[0]

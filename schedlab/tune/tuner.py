@@ -85,13 +85,17 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
                on_event: Callable[[TrialEvent], None] | None = None,
                stop: threading.Event | None = None, progress: bool = True,
                remeasure: bool = True, log: Callable[[str], None] | None = print,
-               strategy_options: dict | None = None) -> TuneResult:  # fmt: skip
+               strategy_options: dict | None = None,
+               search_workers: int | None = None) -> TuneResult:  # fmt: skip
     """Tune `tasks` with at most `max_trials_global` measurements in all (and at most
-    `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch."""
+    `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch.
+    The search replays its candidates on `search_workers` processes (default: one per usable
+    CPU, at most 8; 1: in this process), idle while candidates are measured."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or
                        max_trials_global, num_trials_per_iter, seed)  # fmt: skip
-    loop.setup(strategy, cost_model, task_scheduler, measurer, space, strategy_options or {})
+    loop.setup(strategy, cost_model, task_scheduler, measurer, space, strategy_options or {},
+               search_workers)  # fmt: skip
     listeners = [on_event] if on_event else []
     reporter = TqdmReporter(loop.remaining()) if progress else None
     if reporter is not None:
@@ -146,7 +150,9 @@ class _TuningLoop:
             progress.end_round()
         return progress
 
-    def setup(self, strategy, cost_model, task_scheduler, measurer, space, options) -> None:
+    def setup(self, strategy, cost_model, task_scheduler, measurer, space, options,
+              search_workers) -> None:  # fmt: skip
+        from .candidates import make_candidate_maker
         from .cost_model import make_cost_model
         from .measure import Measurer
         from .space import PostOrderApply
@@ -157,22 +163,23 @@ class _TuningLoop:
         self.scheduler = make_task_scheduler(task_scheduler, seed=self.seed)
         self.own_measurer = measurer is None
         self.measurer = measurer or Measurer()
+        self.maker = make_candidate_maker(search_workers)
         self._train_on_stored()
 
     def _train_on_stored(self) -> None:
         """A resumed run's model starts from what the database holds."""
         from schedlab.schedule import Trace
 
+        from .candidates import SearchContext
+
         for task in self.tasks:
             records = self.database.records(workload=task.workload, target=str(task.target))
-            mods, secs = [], []
-            for record in records:
-                sch = self.space.apply_trace(task.func, task.target, Trace.from_json(record.trace))
-                if sch is not None:
-                    mods.append(sch.mod)
-                    secs.append(record.median_secs if record.ok else None)
-            if mods:
-                self.cost_model.update(task, mods, secs)
+            jobs = [("replay", Trace.from_json(record.trace)) for record in records]
+            replayed = self.maker.map(SearchContext.of(task, self.space), jobs)
+            kept = [(c.mod, r.median_secs if r.ok else None)
+                    for c, r in zip(replayed, records) if c is not None]  # fmt: skip
+            if kept:
+                self.cost_model.update(task, [mod for mod, _ in kept], [s for _, s in kept])
 
     def remaining(self) -> int:
         stored = sum(p.trials for p in self.progress)
@@ -227,7 +234,7 @@ class _TuningLoop:
     def _search(self, index: int):
         if self.searches[index] is None:
             search = make_strategy(self.strategy_spec, seed=self.seed + index, **self.options)
-            search.start(self.tasks[index], self.space, self.database, self.cost_model)
+            search.start(self.tasks[index], self.space, self.database, self.cost_model, self.maker)
             self.searches[index] = search
         return self.searches[index]
 
@@ -235,7 +242,7 @@ class _TuningLoop:
         from .measure import MeasureInput
 
         task = self.tasks[index]
-        inputs = [MeasureInput.from_schedule(c.sch, task.target, task.name) for c in candidates]
+        inputs = [MeasureInput(c.func, task.target, task.name) for c in candidates]
 
         def on_result(position: int, result) -> None:
             self._record(index, candidates[position], result, listeners)
@@ -288,6 +295,7 @@ class _TuningLoop:
         return result.median_secs if result.ok else None
 
     def close(self) -> None:
+        self.maker.close()
         if self.own_measurer:
             self.measurer.close()
 

@@ -59,3 +59,16 @@ def test_uid_is_ignored_but_kept_by_replace():
     assert copy.uid == loop.uid
     fresh = For(i, 0, 4, "serial", loop.body)
     assert fresh.uid != loop.uid and structural_equal(loop, fresh)
+
+
+def test_modules_and_functions_pickle_to_structurally_equal_copies():
+    import pickle
+
+    from schedlab.ir import IRModule
+
+    func = make_gemm()
+    mod = IRModule({"main": func}, attrs={"note": 1})
+    copy = pickle.loads(pickle.dumps(mod))
+    assert list(copy) == ["main"] and copy.attrs == {"note": 1}
+    assert structural_equal(copy["main"], func)
+    assert structural_equal(pickle.loads(pickle.dumps(func)), func)
