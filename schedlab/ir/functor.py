@@ -88,29 +88,50 @@ ExprVisitor = StmtVisitor = StmtExprVisitor = Visitor
 ExprMutator = StmtMutator = StmtExprMutator = Mutator
 
 
-class _FunctionVisitor(Visitor):
-    def __init__(self, fn: Callable[[Node], Any], pre: bool):
-        self.fn = fn
-        self.pre = pre
-
-    def visit(self, node):
-        if self.pre:
-            if self.fn(node) is False:
-                return
-            super().visit(node)
-        else:
-            super().visit(node)
-            self.fn(node)
+def child_nodes(node: Node) -> list[Node]:
+    """The nodes directly below `node`, in field order: what the generic walk visits."""
+    found: list[Node] = []
+    for name in child_fields(type(node)):
+        _collect_nodes(getattr(node, name), found)
+    return found
 
 
+def _collect_nodes(value, found: list) -> None:
+    if isinstance(value, Node):
+        found.append(value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _collect_nodes(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect_nodes(item, found)
+
+
+# The walks below keep their own stack instead of a Visitor's recursive dispatch: they are the
+# scheduling core's most frequent calls (a tuning replay makes hundreds of thousands), and an
+# expression of any depth walks without hitting Python's recursion limit.
 def post_order_visit(node: Node, fn: Callable[[Node], Any]) -> None:
     """Call `fn` on every node below and including `node`, children first."""
-    _FunctionVisitor(fn, pre=False).visit(node)
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        current, expanded = stack.pop()
+        if expanded:
+            fn(current)
+            continue
+        stack.append((current, True))
+        stack.extend((child, False) for child in reversed(child_nodes(current)))
 
 
 def pre_order_visit(node: Node, fn: Callable[[Node], Any]) -> None:
     """Call `fn` on every node, parents first; returning False skips a node's children."""
-    _FunctionVisitor(fn, pre=True).visit(node)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if fn(current) is False:
+            continue
+        children = child_nodes(current)
+        children.reverse()
+        stack.extend(children)
 
 
 class _Transform(Mutator):
@@ -178,18 +199,13 @@ def collect_vars(node: Node) -> list[Var]:
 
 def uses_var(node: Node, predicate: Callable[[Var], bool]) -> bool:
     """Whether some variable in `node` satisfies `predicate`."""
-    found = False
-
-    def check(n):
-        nonlocal found
-        if found:
-            return False
-        if isinstance(n, Var) and predicate(n):
-            found = True
-        return None
-
-    pre_order_visit(node, check)
-    return found
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Var) and predicate(current):
+            return True
+        stack.extend(child_nodes(current))
+    return False
 
 
 def count_nodes(node: Node, types) -> int:
@@ -207,5 +223,6 @@ def count_nodes(node: Node, types) -> int:
 __all__ = [
     "Visitor", "Mutator", "ExprVisitor", "ExprMutator", "StmtVisitor", "StmtMutator",
     "StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
-    "ir_transform", "substitute", "collect_vars", "uses_var", "count_nodes", "PrimExpr",
+    "ir_transform", "substitute", "collect_vars", "uses_var", "count_nodes", "child_nodes",
+    "PrimExpr",
 ]  # fmt: skip

@@ -27,13 +27,14 @@ from __future__ import annotations
 from schedlab.arith import Analyzer, region_union, relax_region
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import BufferRegion
-from schedlab.ir.functor import post_order_visit, pre_order_visit, substitute, uses_var
+from schedlab.ir.functor import post_order_visit, substitute, uses_var
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IterType, SeqStmt
 from schedlab.ir.structural import structural_equal
 
 from ..errors import DependencyError, LoopKindError, NonAffineBindingError
 from ..state import ScheduleState
 from .affine import affine_terms, check_affine_binding, constant_extents, is_radix, tiles
+from .loops import realizes_under
 from .reduction import reduce_vars_in_output
 from .stage_pipeline import NotStagePipelineError, stage_pipeline_violation
 
@@ -66,7 +67,7 @@ def check_parallelizable(state: ScheduleState, loop: For, kind: ForKind,
     """Raise unless the iterations of `loop` may run concurrently as `kind` (see the module
     docstring for the conditions)."""
     action = action_name(kind, thread_tag)
-    for realize in _realizes_under(loop):
+    for realize in realizes_under(loop.body, nested=True):
         _check_block_iters(state, realize, loop, action, thread_tag)
     blocks = state.child_blocks(loop)
     for block in blocks:
@@ -75,12 +76,6 @@ def check_parallelizable(state: ScheduleState, loop: For, kind: ForKind,
     _check_iteration_cover(state, loop, blocks, action)
     if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
         _check_loop_invariant_writes(state, loop, blocks, action)
-
-
-def _realizes_under(loop: For) -> list[BlockRealize]:
-    found: list[BlockRealize] = []
-    pre_order_visit(loop.body, lambda n: found.append(n) if isinstance(n, BlockRealize) else None)
-    return found
 
 
 def _loop_name(loop: For) -> str:

@@ -5,7 +5,9 @@
   loops in between);
 - `iteration_conflict(first, second, domains)`: whether two of those blocks may touch the same
   data in *different* iterations of some loops — the condition under which changing the order of
-  those iterations (reorder, merge) could change the result.
+  those iterations (reorder, merge) could change the result;
+- `realizes_under(stmt)` and `loop_iter_type(loop)`: the blocks a statement holds, and whether a
+  loop feeds spatial or reduction iter vars (TVM's GetLoopIterType).
 
 Two accesses only meet within one iteration when, on some buffer dimensions, both touch the same
 aligned tile `[e * q, e * q + e)` and the tile numbers `q` are a one-to-one function of the loop
@@ -19,10 +21,10 @@ from dataclasses import dataclass
 from schedlab.arith import Analyzer, detect_iter_map, relax_region
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import Buffer, BufferRegion
-from schedlab.ir.functor import post_order_visit, substitute, uses_var
+from schedlab.ir.functor import post_order_visit, pre_order_visit, substitute, uses_var
 from schedlab.ir.node import child_fields
 from schedlab.ir.op import convert
-from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, LetStmt, Stmt
+from schedlab.ir.stmt import Block, BlockRealize, BufferStore, For, IterType, LetStmt, Stmt
 
 
 @dataclass(frozen=True)
@@ -147,3 +149,35 @@ def _tile_number(ra: E.Range, rb: E.Range, analyzer: Analyzer):
 
 def _is_one(expr) -> bool:
     return isinstance(expr, E.IntImm) and expr.value == 1
+
+
+def realizes_under(stmt: Stmt, nested: bool = False) -> list[BlockRealize]:
+    """The BlockRealizes below `stmt` in program order: those of its own scope, or with
+    `nested` those inside their blocks too. Only statements are walked (a block's iter values,
+    regions and stores cannot hold a block), which keeps this cheap on big loop bodies."""
+    found: list[BlockRealize] = []
+
+    def visit(node) -> bool | None:
+        if isinstance(node, BlockRealize):
+            found.append(node)
+            return None if nested else False
+        return None if isinstance(node, Stmt) and not isinstance(node, BufferStore) else False
+
+    pre_order_visit(stmt, visit)
+    return found
+
+
+def loop_iter_type(loop: For) -> IterType:
+    """SPATIAL when the blocks of the loop's scope use its variable only in spatial bindings (or
+    not at all), REDUCE when only in reduce bindings, OPAQUE when both or in other iter vars
+    (TVM's GetLoopIterType)."""
+    var = loop.loop_var
+    used: set[IterType] = set()
+    for realize in realizes_under(loop.body):
+        for iter_var, value in zip(realize.block.iter_vars, realize.iter_values):
+            if uses_var(value, lambda v: v is var):
+                kind = iter_var.iter_type
+                used.add(kind if kind in (IterType.SPATIAL, IterType.REDUCE) else IterType.OPAQUE)
+    if IterType.OPAQUE in used or len(used) == 2:
+        return IterType.OPAQUE
+    return IterType.REDUCE if IterType.REDUCE in used else IterType.SPATIAL

@@ -15,10 +15,10 @@ from bisect import bisect_left
 
 from schedlab.arith import Analyzer, IntervalSet, eval_set
 from schedlab.ir import expr as E
-from schedlab.ir.functor import post_order_visit, pre_order_visit
-from schedlab.ir.stmt import Block, BlockRealize, For, IterType, SeqStmt
+from schedlab.ir.stmt import Block, For, IterType, SeqStmt
 
 from ..analysis.dependence import consumers, producers, scope_dependences
+from ..analysis.loops import loop_iter_type
 from ..analysis.region_cover import (
     bind_loops,
     clip_to_buffer,
@@ -534,13 +534,14 @@ def collect_compute_locations(state: ScheduleState, block: Block) -> list[tuple[
 
 def _candidate_loops(state, loops: list[For]):
     """Skip unit loops, spatial loops after a reduction loop and trailing reduction loops."""
-    kinds = [_loop_iter_type(loop) for loop in loops]
-    last_spatial = max((i for i, kind in enumerate(kinds) if kind == "spatial"), default=-1)
+    kinds = [loop_iter_type(loop) for loop in loops]
+    last_spatial = max((i for i, kind in enumerate(kinds) if kind == IterType.SPATIAL),
+                       default=-1)  # fmt: skip
     seen_reduce = False
     for position, (loop, kind) in enumerate(zip(loops, kinds)):
         if isinstance(loop.extent, E.IntImm) and loop.extent.value == 1:
             continue
-        if kind == "spatial":
+        if kind == IterType.SPATIAL:
             if seen_reduce:
                 return
         else:
@@ -548,33 +549,6 @@ def _candidate_loops(state, loops: list[For]):
             if position > last_spatial:
                 return
         yield position, loop
-
-
-def _loop_iter_type(loop: For) -> str:
-    """ "spatial" when the loop var only feeds spatial iter vars of the blocks below it,
-    "reduce" when only reduce ones, "opaque" otherwise (TVM's GetLoopIterType)."""
-    counts = {"spatial": 0, "reduce": 0, "opaque": 0}
-
-    def visit(node):
-        if not isinstance(node, BlockRealize):
-            return None
-        for iv, value in zip(node.block.iter_vars, node.iter_values):
-            kind = {IterType.SPATIAL: "spatial", IterType.REDUCE: "reduce"}.get(
-                iv.iter_type, "opaque"
-            )
-            counts[kind] += _uses(value, loop.loop_var)
-        return False
-
-    pre_order_visit(loop.body, visit)
-    if counts["opaque"] or (counts["spatial"] and counts["reduce"]):
-        return "opaque"
-    return "reduce" if counts["reduce"] else "spatial"
-
-
-def _uses(expr, var) -> int:
-    hits = []
-    post_order_visit(expr, lambda node: hits.append(1) if node is var else None)
-    return len(hits)
 
 
 def _loops_around_all(state: ScheduleState, blocks: list[Block]) -> list[For]:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from schedlab.ir import expr as E
 from schedlab.ir.function import PrimFunc
-from schedlab.ir.functor import collect_vars, post_order_visit, pre_order_visit
-from schedlab.ir.stmt import Block, BlockRealize, For, IterType
+from schedlab.ir.functor import collect_vars, post_order_visit
+from schedlab.ir.stmt import Block, For, IterType
 from schedlab.schedule import Schedule
+from schedlab.schedule.analysis.loops import loop_iter_type  # noqa: F401 - the rules read it here
 from schedlab.schedule.errors import HandleError
 
 # TVM's iter type of a loop whose blocks use it both ways (or in scan/opaque iter vars).
@@ -32,27 +33,6 @@ def const_extent(loop: For) -> int | None:
 
 def is_root(sch: Schedule, block: Block) -> bool:
     return sch.state.scope_block(block) is None
-
-
-def loop_iter_type(loop: For) -> IterType:
-    """SPATIAL when the blocks under `loop` use its variable only in spatial bindings (or not
-    at all), REDUCE when only in reduce bindings, OPAQUE when both or in other iter vars."""
-    used = {IterType.SPATIAL: 0, IterType.REDUCE: 0, OPAQUE: 0}
-    var = loop.loop_var
-
-    def visit(node) -> bool | None:
-        if not isinstance(node, BlockRealize):
-            return None
-        for iter_var, value in zip(node.block.iter_vars, node.iter_values):
-            if any(v is var for v in collect_vars(value)):
-                kind = iter_var.iter_type
-                used[kind if kind in (IterType.SPATIAL, IterType.REDUCE) else OPAQUE] += 1
-        return False  # nested blocks belong to their own scope
-
-    pre_order_visit(loop.body, visit)
-    if used[OPAQUE] or (used[IterType.SPATIAL] and used[IterType.REDUCE]):
-        return OPAQUE
-    return IterType.REDUCE if used[IterType.REDUCE] else IterType.SPATIAL
 
 
 def is_trivial_binding(sch: Schedule, block: Block) -> bool:

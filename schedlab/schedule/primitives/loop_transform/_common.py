@@ -5,6 +5,7 @@ from __future__ import annotations
 from schedlab.arith import Analyzer, iter_map_simplify
 from schedlab.errors import short_int, short_repr
 from schedlab.ir import expr as E
+from schedlab.ir.functor import uses_var
 from schedlab.ir.node import child_fields
 from schedlab.ir.op import convert
 from schedlab.ir.stmt import Block, BlockRealize, BufferStore, Evaluate, For, ForKind, SeqStmt, Stmt
@@ -184,14 +185,23 @@ def _is_no_op(stmt: Stmt) -> bool:
     return isinstance(stmt, Evaluate) and isinstance(stmt.value, E.IntImm)
 
 
-def simplify_bindings(stmt: Stmt, outer: dict, preserve_unit_iters: bool) -> Stmt:
-    """Simplify the iter values and predicates of the blocks under `stmt` as affine maps of the
-    loops around them (TVM's IterMapSimplifyBlockBinding): `(i_0 * 4 + i_1) // 4` -> `i_0`.
-    With `preserve_unit_iters`, loops of extent 1 stay in the bindings; otherwise they become
-    their start value."""
+def simplify_bindings(stmt: Stmt, outer: dict, preserve_unit_iters: bool,
+                      changed: tuple[E.Var, ...]) -> Stmt:  # fmt: skip
+    """Simplify the iter values and predicates of the blocks under `stmt` that use one of the
+    `changed` loop variables, as affine maps of the loops around them (TVM's
+    IterMapSimplifyBlockBinding): `(i_0 * 4 + i_1) // 4` -> `i_0`. Blocks that use none of
+    them were left as they were by the rewrite. With `preserve_unit_iters`, loops of extent 1
+    stay in the bindings; otherwise they become their start value."""
     analyzer = Analyzer()
+    changed_ids = {id(var) for var in changed}
+
+    def uses_changed(realize: BlockRealize) -> bool:
+        return any(uses_var(value, lambda v: id(v) in changed_ids)
+                   for value in (*realize.iter_values, realize.predicate))  # fmt: skip
 
     def simplify(realize: BlockRealize, dom: dict) -> BlockRealize:
+        if not uses_changed(realize):
+            return realize
         iters = {v: r for v, r in dom.items() if not (preserve_unit_iters and is_one(r.extent))}
         values = _simplified_values(realize, iters, analyzer)
         predicate = _simplify_predicate(realize.predicate, iters, analyzer)

@@ -99,7 +99,8 @@ def split(ctx: PrimitiveContext, loop: For, factors: list, preserve_unit_iters: 
         body = append_predicate(body, value < loop.extent, loop, "split")
     for var, extent in reversed(list(zip(new_vars, extents))):
         body = serial(var, 0, extent, body)
-    body = simplify_bindings(body, loop_domains_above(ctx.state, loop), preserve_unit_iters)
+    body = simplify_bindings(body, loop_domains_above(ctx.state, loop), preserve_unit_iters,
+                             tuple(new_vars))  # fmt: skip
     state = ctx.state.replace(loop, body)
     return state, [state.node(new.uid) for new in nest_of(body, len(extents))]
 
@@ -203,7 +204,7 @@ def fuse(ctx: PrimitiveContext, *loops: For, preserve_unit_iters: bool = True):
         extent = extent * loop.extent
     new_loop = serial(fused, 0, analyzer.simplify(extent), body)
     new_loop = simplify_bindings(new_loop, loop_domains_above(ctx.state, loops[0]),
-                                 preserve_unit_iters)  # fmt: skip
+                                 preserve_unit_iters, (fused,))  # fmt: skip
     state = ctx.state.replace(loops[0], new_loop)
     return state, state.node(new_loop.uid)
 
