@@ -18,6 +18,9 @@ from schedlab.errors import (  # noqa: E402
 )  # fmt: skip
 from schedlab.ir import IRModule, PrimFunc  # noqa: E402
 
+# the text form registers its printers on the IR (the IR never imports it)
+import schedlab.script  # noqa: E402, F401
+
 # name -> (module, attribute or None for the module itself); resolved on first access
 _LAZY = {
     "tir": ("schedlab.tir", None),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from schedlab.errors import short_int
 
 from .dtype import DataType, bool_, handle, int32
-from .node import Node, default_repr, ir_node, meta
+from .node import Node, default_repr, ir_node, meta, printer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .buffer import Buffer
@@ -28,9 +28,7 @@ class PrimExpr(Node):
 
     def __repr__(self) -> str:
         try:
-            from schedlab.script.printer import expr_text
-
-            return expr_text(self)
+            return printer("expr")(self)
         except Exception:
             return default_repr(self)
 

@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import os
 from functools import cache
+from collections.abc import Callable
 from typing import Any
 
 # Each process numbers from its own range, pid * 2**30: nodes travel between processes (the
@@ -40,6 +41,26 @@ def meta(*, child: bool = True, compare: bool = True, default=dataclasses.MISSIN
     return dataclasses.field(**kwargs)
 
 
+# The text form belongs to schedlab.script, which registers its printers here when imported
+# (`import schedlab` imports it): printing hangs off the IR, the IR never imports the printer.
+_PRINTERS: dict[str, Callable[..., str]] = {}
+
+
+def register_printers(*, script: Callable[..., str], html: Callable[..., str],
+                      expr: Callable[..., str]) -> None:  # fmt: skip
+    """Install the text form: `script(node, **kwargs)` for `Node.script`, `html(node)` for
+    notebooks, `expr(expr)` for the repr of expressions."""
+    _PRINTERS.update(script=script, html=html, expr=expr)
+
+
+def printer(kind: str) -> Callable[..., str]:
+    """The registered printer of `kind` ("script", "html" or "expr")."""
+    found = _PRINTERS.get(kind)
+    if found is None:
+        raise RuntimeError("no IR printer is registered: import schedlab.script")
+    return found
+
+
 class Node:
     """Base class of all IR nodes."""
 
@@ -51,9 +72,7 @@ class Node:
 
     def script(self, **kwargs) -> str:
         """This node printed in the TVMScript-style text form."""
-        from schedlab.script import printer
-
-        return printer.script(self, **kwargs)
+        return printer("script")(self, **kwargs)
 
     def __str__(self) -> str:
         try:
@@ -62,9 +81,7 @@ class Node:
             return object.__repr__(self)
 
     def _repr_html_(self) -> str:
-        from schedlab.script import printer
-
-        return printer.to_html(self)
+        return printer("html")(self)
 
     def same_as(self, other) -> bool:
         """Identity comparison (the same object)."""

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from schedlab.ir import expr as E
 from schedlab.ir.buffer import Buffer, BufferRegion, MatchBufferRegion
 from schedlab.ir.function import IRModule, PrimFunc
-from schedlab.ir.node import Node
+from schedlab.ir.node import Node, register_printers
 from schedlab.ir.stmt import Block, BlockRealize, Stmt
 
 from . import _print_stmt as PS
@@ -220,3 +220,6 @@ def _other(node: Node, p: PS.StmtPrinter) -> str:
     if hasattr(node, "iter_type") and hasattr(node, "dom"):
         return p.axis_text(node, None)
     return f"{type(node).__name__}(...)"
+
+
+register_printers(script=script, html=to_html, expr=expr_text)
