@@ -9,6 +9,8 @@ import importlib
 
 __version__ = "0.1.0"
 
+# the text form registers its printers on the IR (the IR never imports it)
+import schedlab.script  # noqa: E402, F401
 from schedlab.errors import (  # noqa: E402
     CompileError,
     LoweringError,
@@ -17,9 +19,6 @@ from schedlab.errors import (  # noqa: E402
     ToolchainMissingError,
 )  # fmt: skip
 from schedlab.ir import IRModule, PrimFunc  # noqa: E402
-
-# the text form registers its printers on the IR (the IR never imports it)
-import schedlab.script  # noqa: E402, F401
 
 # name -> (module, attribute or None for the module itself); resolved on first access
 _LAZY = {

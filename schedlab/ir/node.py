@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from functools import cache
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 # Each process numbers from its own range, pid * 2**30: nodes travel between processes (the
