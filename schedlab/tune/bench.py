@@ -8,7 +8,9 @@ Cases (the goals of the tuner issue, TVM MetaSchedule's figures in brackets):
   models   the onnx package's light_squeezenet and light_resnet50, 64 trials per task:
            >= 1.0x onnxruntime
   cost-model  the learned cost model's held-out Spearman rank correlation on measured random
-           gemm and conv2d schedules: >= 0.85 (`python -m schedlab.tune.bench_model`, run last)
+           gemm and conv2d schedules: >= 0.85 (`python -m schedlab.tune.bench_model`, run last);
+           with `models` in the same run, also on the candidates their tuning measured (the
+           median over their tasks; `bench_model --database`)
 Every tuned kernel is checked against the numpy reference before it is timed.
 """
 
@@ -78,6 +80,8 @@ def run_tune_bench(args) -> int:
                             for m in MODELS]  # fmt: skip
             else:
                 results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
+        if "cost-model" in cases and "models" in cases:
+            results.append(bench_cost_model_on_records([root / m for m in MODELS], args.seed))
     if "cost-model" in cases:
         results.append(bench_cost_model(args.seed))
     print_results(results)
@@ -96,6 +100,22 @@ def bench_cost_model(seed: int, count: int = 80) -> CaseResult:
     worst = min(learned[name] for name in SIZES)
     detail = ", ".join(f"{n} {learned[n]:.2f} (analytical {analytical[n]:.2f})" for n in SIZES)
     return CaseResult("cost-model rho", worst, 0.85, time.perf_counter() - started, detail)
+
+
+def bench_cost_model_on_records(work_dirs: list[Path], seed: int) -> CaseResult:
+    """The learned model trained on half of each model task's tuning records, ranking the
+    other half (the median over the tasks is the figure; the worst is in the detail)."""
+    from .bench_model import run_database_bench
+
+    print(f"\n== cost-model: the tuning records of {', '.join(d.name for d in work_dirs)}")
+    started = time.perf_counter()
+    result = run_database_bench(work_dirs, seed)
+    learned, analytical = result["learned"], result["analytical"]
+    detail = (f"median over tasks; worst task {learned['worst']:.2f}, pooled "
+              f"{learned['pooled']:.2f} (analytical: median {analytical['median']:.2f}, worst "
+              f"{analytical['worst']:.2f})")  # fmt: skip
+    return CaseResult("cost-model rho (tuning)", learned["median"], 0.85,
+                      time.perf_counter() - started, detail)  # fmt: skip
 
 
 def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:

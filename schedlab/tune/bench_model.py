@@ -1,6 +1,7 @@
 """Held-out rank correlation of the learned cost model, against the analytical one.
 
     python -m schedlab.tune.bench_model [--count 80] [--seed 0] [--cores N] [--rounds 5]
+    python -m schedlab.tune.bench_model --database WORK_DIR [WORK_DIR ...] [--seed 0]
 
 Draws `count` random legal schedules each of gemm 256^3 and conv2d 1x32x28x28 (3x3), the
 schedules `schedlab bench-cost` draws, measures them (interleaved rounds), trains an `XGBModel`
@@ -10,7 +11,14 @@ workload (within a task: what the search uses) and pooled over both (scores turn
 seconds with the best measured training time of each task).
 
 `--cores 1` (OMP_NUM_THREADS=1) measures single-threaded kernels, which rank more stably on a
-machine shared with other work; the default is the cores free when the run starts."""
+machine shared with other work; the default is the cores free when the run starts.
+
+`--database` evaluates on the candidates a tuning run measured instead (the schedules the
+model ranks in a search, not random ones): every task of the work dirs with at least 16
+successful records is replayed, split in half the same way, and the learned model trained on
+all the training halves at once ranks each test half; per task, the median and the worst are
+printed, and the pooled figure. Nothing is measured again: the records' run times are the
+truth."""
 
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ import argparse
 import os
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -102,6 +111,68 @@ def run_model_bench(count: int = 80, seed: int = 0, cores: int | None = None, ro
     return result
 
 
+MIN_RECORDS = 16  # successful records a task needs to be evaluated on
+
+
+def measured_from_databases(work_dirs, log=print) -> dict:
+    """{task name: (task, modules, seconds)} of the successful records of every task with at
+    least MIN_RECORDS of them in the tuning work dirs, replayed on the search's workers."""
+    from schedlab.schedule import Trace
+
+    from .candidates import SearchContext, make_candidate_maker
+    from .database import Database
+    from .space import PostOrderApply
+
+    measured: dict = {}
+    space, maker = PostOrderApply(), make_candidate_maker()
+    try:
+        for work_dir in work_dirs:
+            db = Database(work_dir)
+            for entry in db.workloads():
+                records = [r for r in db.records(workload=entry.key) if r.ok]
+                if len(records) < MIN_RECORDS:
+                    continue
+                task = TuneTask(entry.name, entry.func, Target(records[0].target),
+                                workload=entry.key)  # fmt: skip
+                jobs = [("replay", Trace.from_json(r.trace)) for r in records]
+                kept = [(c.mod, r.median_secs)
+                        for c, r in zip(maker.map(SearchContext.of(task, space), jobs), records)
+                        if c is not None]  # fmt: skip
+                measured[f"{Path(work_dir).name}/{entry.name}"] = (
+                    task,
+                    [mod for mod, _ in kept],
+                    [secs for _, secs in kept],
+                )
+    finally:
+        maker.close()
+    log(f"  {len(measured)} tasks with {MIN_RECORDS}+ measured candidates in "
+        f"{', '.join(map(str, work_dirs))}")  # fmt: skip
+    return measured
+
+
+def run_database_bench(work_dirs, seed: int = 0, log=print) -> dict:
+    """The held-out evaluation on tuning records (see the module docstring); returns
+    `evaluate`'s figures plus "median" and "worst" over the tasks, per model."""
+    measured = measured_from_databases(work_dirs, log)
+    if not measured:
+        raise ValueError(f"--database: no task with {MIN_RECORDS}+ successful records in "
+                         f"{', '.join(map(str, work_dirs))}")  # fmt: skip
+    result = evaluate(measured, seed, log)
+    log(f"\nheld-out Spearman rank correlation on tuning candidates (half train / half test per "
+        f"task, seed {seed}; goal for the learned model: >= 0.85)")  # fmt: skip
+    for kind in ("learned", "analytical"):
+        per_task = [result[kind][name] for name in measured]
+        result[kind]["median"] = float(np.median(per_task))
+        result[kind]["worst"] = float(np.min(per_task))
+    for name in measured:
+        log(f"  {name[:48]:48s} learned {result['learned'][name]:.3f}   "
+            f"analytical {result['analytical'][name]:.3f}")  # fmt: skip
+    for name in ("median", "worst", "pooled"):
+        log(f"  {name:48s} learned {result['learned'][name]:.3f}   "
+            f"analytical {result['analytical'][name]:.3f}")  # fmt: skip
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m schedlab.tune.bench_model",
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
@@ -109,7 +180,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0, help="draws, split and model seed")
     parser.add_argument("--cores", type=int, default=None, help="cores to run and predict for")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved measurement rounds")
+    parser.add_argument(
+        "--database",
+        nargs="+",
+        default=None,
+        metavar="WORK_DIR",
+        help="evaluate on the measured candidates of these tuning work dirs",
+    )
     args = parser.parse_args(argv)
+    if args.database:
+        return run_database_bench(args.database, args.seed)
     return run_model_bench(args.count, args.seed, args.cores, args.rounds)
 
 

@@ -165,3 +165,23 @@ def test_missing_xgboost_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "xgboost", None)
     with pytest.raises(ImportError, match=r"pip install schedlab\[tune\]"):
         _import_xgboost()
+
+
+def test_the_held_out_evaluation_on_tuning_records(tmp_path):
+    """bench_model --database: a tuning run's own candidates, replayed from its records,
+    half trained on and half ranked (no measurement again)."""
+    from schedlab.tune.bench_model import MIN_RECORDS, run_database_bench
+    from schedlab.tune.tuner import tune_tir
+
+    func = workloads.get("gemm", M=64, N=48, K=40)[0]
+    tune_tir(func, "cpu", max_trials=MIN_RECORDS + 4, work_dir=tmp_path / "gemm",
+             num_trials_per_iter=MIN_RECORDS + 4, progress=False, log=None,
+             cost_model="analytical", remeasure=False)  # fmt: skip
+    lines = []
+    result = run_database_bench([tmp_path / "gemm"], seed=1, log=lines.append)
+    assert any("1 tasks with 16+ measured candidates" in line for line in lines)
+    for kind in ("learned", "analytical"):
+        assert {"median", "worst", "pooled"} <= set(result[kind])
+        assert all(-1.0 <= v <= 1.0 for v in result[kind].values())
+    with pytest.raises(ValueError, match="no task with 16"):
+        run_database_bench([tmp_path / "empty"], log=lines.append)
