@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import LoweringError
+from schedlab.host_arrays import aligned, aligned_empty
 from schedlab.ir import expr as E
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.transform import Pass
@@ -210,7 +211,7 @@ class _Translator:
                 raise self.error(f"variable {expr.name_hint!r} is used before it is defined")
             return self.regs[expr]
         if isinstance(expr, X.Constant):
-            self.vmf.constants.append(expr.data)
+            self.vmf.constants.append(aligned(expr.data))
             return self._emit("const", self._new_reg(), (), len(self.vmf.constants) - 1)
         if isinstance(expr, X.Tuple):
             fields = [self.value(f) for f in expr.fields]
@@ -401,7 +402,7 @@ class _Call:
         shape = alloc.static or tuple(self._dim(d) for d in alloc.dims)
         dtype = alloc.dtype
         if not args:
-            tensor = np.empty(shape, dtype)
+            tensor = aligned_empty(shape, dtype)
             self.fresh.add(id(tensor))
             return tensor
         return args[0].view(ins, shape, dtype)
@@ -447,7 +448,7 @@ class _Block:
     __slots__ = ("array", "views")
 
     def __init__(self, size: int):
-        self.array = np.empty(size, np.uint8)
+        self.array = aligned_empty(size, np.uint8)
         self.views: dict[int, tuple[tuple, str, np.ndarray]] = {}  # id(Instr) -> view
 
     def view(self, ins: Instr, shape: tuple[int, ...], dtype: str) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.host_arrays import aligned, aligned_zeros
 from schedlab.ir.dtype import DataType
 from schedlab.ir.expr import IntImm, Var
 from schedlab.ir.function import PrimFunc
@@ -250,7 +251,7 @@ def _concrete_shape(buffer) -> tuple[int, ...]:
 
 
 def _zeros(shape, dtype: DataType) -> np.ndarray:
-    return np.zeros(shape, dtype=dtype.numpy)
+    return aligned_zeros(shape, dtype.numpy)
 
 
 def _random(rng: np.random.Generator, shape, buffer) -> np.ndarray:
@@ -263,4 +264,4 @@ def _random(rng: np.random.Generator, shape, buffer) -> np.ndarray:
         values = rng.integers(0, 5, size=shape)
     else:
         values = rng.integers(-4, 5, size=shape)
-    return np.asarray(values).astype(dtype.numpy)
+    return aligned(np.asarray(values).astype(dtype.numpy))

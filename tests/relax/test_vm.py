@@ -261,3 +261,32 @@ def test_fused_kernel_with_symbolic_intermediate():
         got = vm["main"](*arrays)
         assert got.shape == (rows, 3)
         np.testing.assert_allclose(got, run(mod, *arrays), rtol=1e-5, atol=1e-6)
+
+
+def test_the_vm_keeps_weights_and_storage_on_cache_lines(monkeypatch):
+    """Kernels get 64-byte aligned weights (an ONNX weight is a view at any offset) and
+    planned storage (numpy's own arrays start 16 bytes past a page)."""
+    import schedlab.relax.vm as vm_module
+    from schedlab.host_arrays import is_aligned
+
+    x, w0 = _params(x=(8, 16), w0=(16, 12))
+    raw = np.random.default_rng(0).standard_normal(16 * 12 + 1).astype(np.float32)
+    weight = raw[1:].reshape(16, 12)  # 4 bytes past raw's start: never aligned
+    assert not is_aligned(weight)
+    bb = BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(R.nn.relu(R.matmul(x, R.const(weight))))
+            gv = bb.emit_output(R.nn.softmax(R.add(h, h), axis=1))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    ex = schedlab.compile(mod, target="cpu")
+    constants = [c for f in ex.functions.values() for c in f.constants if isinstance(c, np.ndarray)]
+    assert constants and all(is_aligned(c) for c in constants)
+    seen = []
+    launch = vm_module._launch
+    monkeypatch.setattr(vm_module, "_launch", lambda k, args: (seen.extend(args), launch(k, args)))
+    data = inputs_for(mod)
+    got = VirtualMachine(ex)["main"](*data)
+    np.testing.assert_allclose(got, run(mod, *data), rtol=1e-5, atol=1e-6)
+    assert len(seen) > 2 and all(is_aligned(a) for a in seen if a is not data[0])
