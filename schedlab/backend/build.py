@@ -101,25 +101,43 @@ class Kernel:
 
     # -- timing ---------------------------------------------------------------------------------
     def benchmark(
-        self, *args, number: int | None = None, repeat: int = 5, min_repeat_ms: float = 50.0
+        self,
+        *args,
+        number: int | None = None,
+        repeat: int = 5,
+        min_repeat_ms: float = 50.0,
+        flush_cache: bool = False,
     ) -> Timings:
         """Seconds per call: one warm-up call, `number` calls per repeat (calibrated so a repeat
-        lasts at least `min_repeat_ms` when None), `repeat` repeats. Min/median/mean/std/all."""
+        lasts at least `min_repeat_ms` when None), `repeat` repeats. Min/median/mean/std/all.
+
+        `flush_cache` (CPU kernels): before every call, every array argument but the first is
+        evicted from the caches and only the calls are timed: the kernel as a model runs it,
+        its weights coming from memory (the first argument is the input a previous layer has
+        just written). TVM's CPU runner offers the same flush."""
         if repeat < 1:
             raise ValueError(f"benchmark: repeat must be >= 1, got {repeat}")
         if number is not None and number < 1:
             raise ValueError(f"benchmark: number must be >= 1 or None, got {number}")
         bound = self.bind(args)
-        self._run_timed(bound, 1)
-        number = number or self._calibrate(bound, min_repeat_ms)
-        samples = [self._run_timed(bound, number) / number for _ in range(repeat)]
+        timed = self._run_cold if flush_cache else self._run_timed
+        timed(bound, 1)
+        number = number or self._calibrate(timed, bound, min_repeat_ms)
+        samples = [timed(bound, number) / number for _ in range(repeat)]
         self.last_timings = Timings.from_samples(samples, number)
         return self.last_timings
 
-    def _calibrate(self, bound: BoundArguments, min_repeat_ms: float) -> int:
+    def _run_cold(self, bound: BoundArguments, number: int) -> float:
+        total = 0.0
+        for _ in range(number):
+            self._flush_caches(bound)
+            total += self._run_timed(bound, 1)
+        return total
+
+    def _calibrate(self, timed, bound: BoundArguments, min_repeat_ms: float) -> int:
         number, goal = 1, min_repeat_ms / 1e3
         while True:
-            elapsed = self._run_timed(bound, number)
+            elapsed = timed(bound, number)
             if elapsed >= goal or number >= 1 << 30:
                 return number
             number = max(number * 2, int(number * goal / max(elapsed, 1e-9) * 1.1) + 1)
@@ -136,6 +154,13 @@ class Kernel:
     def _run_timed(self, bound: BoundArguments, number: int) -> float:
         """Total seconds of `number` back-to-back calls."""
         raise NotImplementedError
+
+    def _flush_caches(self, bound: BoundArguments) -> None:
+        """Evict every array argument but the first from the caches (see `benchmark`)."""
+        raise ValueError(
+            f"benchmark: flush_cache is for CPU kernels; {self.name} runs on "
+            f"{self.target.kind}, whose caches the host cannot flush"
+        )
 
 
 __all__ = ["build", "Kernel", "Timings"]

@@ -49,7 +49,8 @@ def add_bench_tune_parser(commands) -> None:
     )  # fmt: skip
     bench.add_argument(
         "--only", default="gemm,dense,softmax,models,cost-model",
-        help="comma-separated cases: gemm, dense, softmax, models, cost-model",
+        help="comma-separated cases: gemm, dense, softmax, models (both CNNs, or one by name: "
+        "light_squeezenet, light_resnet50), cost-model",
     )  # fmt: skip
     bench.add_argument("--trials", type=int, default=64, help="trials per kernel (per task "
                        "for the models)")  # fmt: skip
@@ -61,7 +62,7 @@ def add_bench_tune_parser(commands) -> None:
 def run_tune_bench(args) -> int:
     """Run the chosen cases; returns 0 (a benchmark reports, it does not fail on a goal)."""
     cases = [c.strip() for c in args.only.split(",") if c.strip()]
-    known = [*KERNEL_CASES, "models", "cost-model"]
+    known = [*KERNEL_CASES, "models", *MODELS, "cost-model"]
     unknown = sorted(set(cases) - set(known))
     if unknown:
         raise ValueError(f"--only: unknown case(s) {', '.join(unknown)}; known: "
@@ -71,17 +72,18 @@ def run_tune_bench(args) -> int:
     blas_note()
     with tempfile.TemporaryDirectory(prefix="schedlab-bench-tune-") as scratch:
         root = Path(args.work_dir or scratch)
-        results = []
+        results, models = [], []
         for case in cases:
             if case == "cost-model":
                 continue  # last: it sets OpenMP's environment for its own measurements
-            if case == "models":
-                results += [bench_model(m, target, args.trials, root / m, args.seed)
-                            for m in MODELS]  # fmt: skip
+            if case in ("models", *MODELS):
+                for name in MODELS if case == "models" else [case]:
+                    results.append(bench_model(name, target, args.trials, root / name, args.seed))
+                    models.append(name)
             else:
                 results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
-        if "cost-model" in cases and "models" in cases:
-            results.append(bench_cost_model_on_records([root / m for m in MODELS], args.seed))
+        if "cost-model" in cases and models:
+            results.append(bench_cost_model_on_records([root / m for m in models], args.seed))
     if "cost-model" in cases:
         results.append(bench_cost_model(args.seed))
     print_results(results)

@@ -8,6 +8,7 @@ stops it cleanly (what was measured stays in the work dir, and the same command 
 
 from __future__ import annotations
 
+import argparse
 import signal
 import threading
 from pathlib import Path
@@ -44,15 +45,23 @@ def add_tune_parser(commands) -> None:
     tune.add_argument("--search-workers", type=int, default=None, metavar="N",
                       help="processes the search replays candidates on (default: one per "
                       "usable CPU, at most 8; 1: in this process)")  # fmt: skip
+    tune.add_argument("--flush-cache", action=argparse.BooleanOptionalAction, default=None,
+                      help="time each call with its weights evicted from the caches, as a model "
+                      "runs it (default: on for a model's kernels on a CPU, off for a "
+                      "workload)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
 
 def run_tune_command(args) -> None:
+    from .tuner import default_flush_cache
+
     target = Target(args.target)
     tasks, name = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")
-    print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir}")
+    args.flush_cache = default_flush_cache(tasks, args.flush_cache)
+    timed = "weights flushed from the caches" if args.flush_cache else "warm caches"
+    print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir} ({timed})")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -67,16 +76,18 @@ def run_tune_command(args) -> None:
 def _tune(args, tasks, work_dir, budget, stop):
     from .tuner import tune_tasks
 
+    flush_cache = args.flush_cache
     measurer = None
     if args.scheduler:
         from .dask_measure import DaskMeasurer
 
-        measurer = DaskMeasurer(args.scheduler)
+        measurer = DaskMeasurer(args.scheduler, flush_cache=flush_cache)
     try:
         return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
                           num_trials_per_iter=args.per_iter, strategy=args.strategy,
                           cost_model=args.cost_model, measurer=measurer, seed=args.seed,
-                          stop=stop, search_workers=args.search_workers)  # fmt: skip
+                          stop=stop, search_workers=args.search_workers,
+                          flush_cache=flush_cache)  # fmt: skip
     finally:
         if measurer is not None:
             measurer.close()

@@ -61,9 +61,10 @@ class DaskMeasurer:
         min_repeat_ms: float = 20.0,
         timeout_s: float = 10.0,
         seed: int = 0,
+        flush_cache: bool = False,
     ):
         distributed = _import_distributed()
-        LocalRunner(number, repeat, min_repeat_ms, timeout_s, 1, seed)  # checks the settings
+        LocalRunner(number, repeat, min_repeat_ms, timeout_s, 1, seed, flush_cache)  # checks
         if isinstance(scheduler_address_or_client, distributed.Client):
             self.client, self._owns_client = scheduler_address_or_client, False
         elif isinstance(scheduler_address_or_client, str):
@@ -75,7 +76,8 @@ class DaskMeasurer:
             )
         self.build_timeout_s = build_timeout_s
         self.runner_settings = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms,
-                                "timeout_s": timeout_s, "seed": seed}  # fmt: skip
+                                "timeout_s": timeout_s, "seed": seed,
+                                "flush_cache": bool(flush_cache)}  # fmt: skip
 
     def measure(
         self,

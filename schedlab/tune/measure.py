@@ -305,9 +305,13 @@ def _job_load(state: dict, inp: MeasureInput, seed: int) -> None:
     state["args"] = make_args(inp.func, seed)
 
 
-def _job_bench(state: dict, number: int | None, repeat: int, min_repeat_ms: float) -> tuple:
+def _job_bench(
+    state: dict, number: int | None, repeat: int, min_repeat_ms: float, flush_cache: bool = False
+) -> tuple:
     kernel, args = state["kernel"], state["args"]
-    timings = kernel.benchmark(*args, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    timings = kernel.benchmark(
+        *args, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms, flush_cache=flush_cache
+    )
     return tuple(timings.all)
 
 
@@ -366,7 +370,9 @@ class LocalBuilder:
 class LocalRunner:
     """Times built candidates in worker processes, `max_workers` at a time (one by default, so
     candidates do not disturb each other), with `Kernel.benchmark(number=, repeat=,
-    min_repeat_ms=)` on `make_args(func, seed)`. A worker is reused while it is healthy."""
+    min_repeat_ms=, flush_cache=)` on `make_args(func, seed)`. A worker is reused while it is
+    healthy. `flush_cache` times every call with its weights evicted from the caches, as a
+    model runs its layers (TVM's `enable_cpu_cache_flush`)."""
 
     def __init__(
         self,
@@ -376,6 +382,7 @@ class LocalRunner:
         timeout_s: float = 10.0,
         max_workers: int = 1,
         seed: int = 0,
+        flush_cache: bool = False,
     ):
         if number is not None and number < 1:
             raise ValueError(f"LocalRunner: number must be >= 1 or None, got {number}")
@@ -386,6 +393,7 @@ class LocalRunner:
         _check_positive("LocalRunner", "timeout_s", timeout_s)
         self.number, self.repeat, self.min_repeat_ms = number, repeat, min_repeat_ms
         self.timeout_s, self.max_workers, self.seed = timeout_s, max_workers, seed
+        self.flush_cache = bool(flush_cache)
         self._pool = _Pool(max_workers, jobs_per_worker=_JOBS_PER_WORKER)
 
     def run(
@@ -415,7 +423,7 @@ class LocalRunner:
         if build.error is not None:
             return MeasureResult(None, build.error, build.build_secs, 0.0)
         start = time.perf_counter()
-        settings = (self.number, repeat or self.repeat, self.min_repeat_ms)
+        settings = (self.number, repeat or self.repeat, self.min_repeat_ms, self.flush_cache)
         try:
             with self._pool.worker(fresh) as worker:
                 worker.call("load", (inp, self.seed), _LOAD_TIMEOUT_S)

@@ -86,16 +86,22 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
                stop: threading.Event | None = None, progress: bool = True,
                remeasure: bool = True, log: Callable[[str], None] | None = print,
                strategy_options: dict | None = None,
-               search_workers: int | None = None) -> TuneResult:  # fmt: skip
+               search_workers: int | None = None,
+               flush_cache: bool | None = None) -> TuneResult:  # fmt: skip
     """Tune `tasks` with at most `max_trials_global` measurements in all (and at most
     `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch.
     The search replays its candidates on `search_workers` processes (default: one per usable
-    CPU, at most 8; 1: in this process), idle while candidates are measured."""
+    CPU, at most 8; 1: in this process), idle while candidates are measured.
+
+    `flush_cache` (for the default measurer; one passed in keeps its own setting): time every
+    call with its arguments but the first evicted from the caches. Default: on for the kernels
+    of a model on a CPU (inside a model a layer's weights come from memory: schedules tuned
+    warm lose there), off for a kernel tuned alone."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or
                        max_trials_global, num_trials_per_iter, seed)  # fmt: skip
     loop.setup(strategy, cost_model, task_scheduler, measurer, space, strategy_options or {},
-               search_workers)  # fmt: skip
+               search_workers, default_flush_cache(tasks, flush_cache))  # fmt: skip
     listeners = [on_event] if on_event else []
     reporter = TqdmReporter(loop.remaining()) if progress else None
     if reporter is not None:
@@ -111,6 +117,19 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
     if log is not None:
         log(result.table(tasks[0].target if tasks else "cpu"))
     return result
+
+
+def default_flush_cache(tasks, flush_cache: bool | None = None) -> bool:
+    """`flush_cache` when given, else whether `tasks` are kernels of a model on a CPU."""
+    if flush_cache:
+        others = sorted({task.target.kind for task in tasks} - {"cpu"})
+        if others:
+            raise ValueError(
+                f"tune: flush_cache is for CPU targets; the tasks' target is {others[0]}"
+            )
+    if flush_cache is not None:
+        return bool(flush_cache)
+    return any(task.in_model and task.target.kind == "cpu" for task in tasks)
 
 
 def _check_budget(tasks, max_trials_global, num_trials_per_iter) -> None:
@@ -151,10 +170,10 @@ class _TuningLoop:
         return progress
 
     def setup(self, strategy, cost_model, task_scheduler, measurer, space, options,
-              search_workers) -> None:  # fmt: skip
+              search_workers, flush_cache: bool) -> None:  # fmt: skip
         from .candidates import make_candidate_maker
         from .cost_model import make_cost_model
-        from .measure import Measurer
+        from .measure import LocalRunner, Measurer
         from .space import PostOrderApply
 
         self.strategy_spec, self.options = strategy, options
@@ -162,7 +181,7 @@ class _TuningLoop:
         self.cost_model = make_cost_model(cost_model, seed=self.seed)
         self.scheduler = make_task_scheduler(task_scheduler, seed=self.seed)
         self.own_measurer = measurer is None
-        self.measurer = measurer or Measurer()
+        self.measurer = measurer or Measurer(runner=LocalRunner(flush_cache=flush_cache))
         self.maker = make_candidate_maker(search_workers)
         self._train_on_stored()
 

@@ -78,6 +78,17 @@ def test_measures_scheduled_gemms(measurer):
         _check_correct(inp)
 
 
+def test_the_runner_times_with_flushed_caches_when_asked(measurer):
+    inp = MeasureInput.from_schedule(_gemm(4))
+    [build] = measurer.builder.build([inp])
+    runner = LocalRunner(repeat=2, min_repeat_ms=1.0, flush_cache=True)
+    try:
+        result = runner.run_one(inp, build)
+    finally:
+        runner.close()
+    assert result.ok and len(result.run_secs) == 2 and all(s > 0 for s in result.run_secs)
+
+
 def test_build_error_is_a_result_and_the_batch_goes_on(measurer):
     broken = MeasureInput(GEMM, Target("cpu", cflags=["-fno-such-flag"]))
     results = measurer.measure([broken, MeasureInput.from_schedule(_gemm(2))])

@@ -17,7 +17,7 @@ import schedlab
 from schedlab import workloads
 from schedlab.tune import TuneTask
 from schedlab.tune.database import Database
-from schedlab.tune.tuner import tune_tasks, tune_tir
+from schedlab.tune.tuner import default_flush_cache, tune_tasks, tune_tir
 
 SIZES = {"M": 64, "N": 48, "K": 40}
 FAST = {"num_trials_per_iter": 4, "progress": False, "log": None, "cost_model": "analytical"}
@@ -107,6 +107,22 @@ def test_bad_budget_is_named(gemm, tmp_path):
         tune_tasks([], tmp_path, 4, **FAST)
 
 
+def test_model_kernels_are_timed_with_their_weights_flushed(gemm, tmp_path):
+    alone = TuneTask("gemm", gemm[0], "cpu")
+    in_model = TuneTask("gemm", gemm[0], "cpu", in_model=True)
+    assert default_flush_cache([alone]) is False and default_flush_cache([in_model]) is True
+    assert default_flush_cache([in_model], False) is False
+    assert default_flush_cache([alone], True) is True
+    gpu = TuneTask("gemm", gemm[0], "cuda", in_model=True)
+    assert default_flush_cache([gpu]) is False
+    with pytest.raises(ValueError, match="flush_cache is for CPU targets; the tasks' target is cuda"):
+        default_flush_cache([gpu], True)
+    result = tune_tasks([in_model], tmp_path, 4, **FAST)
+    records = result.database.records()
+    assert len(records) == 4 and all(r.ok and len(r.run_secs) == 3 for r in records)
+    assert result.summaries[0].remeasured_s > 0
+
+
 def _cli(*args, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "schedlab.cli", *args]
@@ -136,7 +152,7 @@ def test_cli_tunes_a_workload_and_kill_9_loses_only_the_inflight_record(tmp_path
     assert len(db) == 24
     keys = [r.candidate for r in db.records()]
     assert len(set(keys)) == 24  # what was stored before the kill was not measured again
-    assert "gemm" in out and "GFLOP/s" in out
+    assert "gemm" in out and "GFLOP/s" in out and "(warm caches)" in out
     json.loads((work / "records.jsonl").read_text().splitlines()[-1])
 
 
@@ -187,6 +203,7 @@ def test_cli_tunes_a_model_and_run_uses_the_records(tmp_path):
     out, _ = tuned.communicate(timeout=300)
     assert tuned.returncode == 0, out
     assert "tuning 1 task(s) for cpu: " in out and "fused_matmul_add_nn_relu" in out
+    assert "(weights flushed from the caches)" in out  # a model's kernels are timed cold
     assert len(Database(work)) == 4
     run = _cli("run", str(model), "--database", str(work), "--repeat", "2")
     out, _ = run.communicate(timeout=300)
@@ -224,3 +241,14 @@ def test_the_default_schedule_is_the_first_trial_and_never_measured_again(tmp_pa
     keys = [r.candidate for r in more.database.records()]
     assert len(keys) == 8 and len(set(keys)) == 8
     _check_best(more.database, func, reference)
+
+
+def test_bench_tune_names_its_cases_models_included():
+    import argparse
+
+    from schedlab.tune.bench import run_tune_bench
+
+    args = argparse.Namespace(only="light_resnet50,speed", trials=1, work_dir=None, seed=0)
+    with pytest.raises(ValueError, match="unknown case.*speed; known: gemm, dense, softmax, "
+                       "models, light_squeezenet, light_resnet50, cost-model"):  # fmt: skip
+        run_tune_bench(args)

@@ -21,6 +21,7 @@ from schedlab.target import Target
 
 from ..build import Kernel
 from ..c_family import CParam, RenderedFunction, RenderedModule
+from .cache_flush import flush
 from .codegen import CpuRenderer
 from .compiler import compile_source
 
@@ -182,6 +183,11 @@ class CpuKernel(Kernel):
         if seconds < 0:
             raise MemoryError(f"{self.name}: the kernel could not allocate its scratch buffers")
         return seconds
+
+    def _flush_caches(self, bound: BoundArguments) -> None:
+        for value in bound.values[1:]:
+            if isinstance(value, np.ndarray):
+                flush(value)
 
 
 def _function(handle, symbol: str, argtypes, restype):
