@@ -5,9 +5,10 @@ numpy array starts 16 bytes past a page (malloc's header), and an ONNX weight is
 its protobuf's bytes at any offset. With 64-byte vectors (AVX-512) every vector load of such
 an array straddles two cache lines. Measured on an Intel Xeon (Sapphire Rapids class), tuned
 light_resnet50 kernels ran 7-19% slower on arrays at a 16-byte offset than on aligned ones
-(a 1x1 conv 256->128@28: 0.349 vs 0.294 ms), and the model 31.7 vs 29.5 ms. So the VM keeps
-its weights and planned storage, and `make_args` (what the tuner measures on) its arrays, at
-64-byte boundaries.
+(a 1x1 conv 256->128@28: 0.349 vs 0.294 ms), and the model 31.7 vs 29.5 ms. So a relax
+`Constant` holds its data aligned (an imported or folded weight is copied once, there), the VM
+allocates planned storage and fresh tensors aligned, and `make_args` (what the tuner measures
+on) makes aligned arrays.
 """
 
 from __future__ import annotations

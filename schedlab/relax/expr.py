@@ -15,10 +15,12 @@ maps them at those places (alpha-equivalence), like loop variables in the loop I
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 import numpy as np
 
+from schedlab.host_arrays import aligned
 from schedlab.ir.dtype import DataType
 from schedlab.ir.expr import PrimExpr
 from schedlab.ir.function import BaseFunc
@@ -99,7 +101,9 @@ class GlobalVar(Expr):
 
 @ir_node
 class Constant(Expr):
-    """A constant tensor (numpy data). Compared by dtype, shape and bytes."""
+    """A constant tensor (numpy data, read-only, C-contiguous and cache-line aligned: what the
+    VM hands its kernels as is). Compared by dtype, shape and a 256-bit digest of its bytes
+    (the bytes themselves would double the memory a model's weights take)."""
 
     data: Any = meta(child=False, compare=False)
     key: tuple = dataclasses.field(init=False, metadata={"child": False, "compare": True})
@@ -107,9 +111,11 @@ class Constant(Expr):
     def __post_init__(self):
         data = np.asarray(self.data, order="C")  # keeps 0-d (ascontiguousarray makes 1-d)
         DataType(str(data.dtype))  # fail early on dtypes the IR has no name for
+        data = aligned(data)
         data.setflags(write=False)
+        digest = hashlib.blake2b(data, digest_size=32).digest()
         object.__setattr__(self, "data", data)
-        object.__setattr__(self, "key", (str(data.dtype), data.shape, data.tobytes()))
+        object.__setattr__(self, "key", (str(data.dtype), data.shape, digest))
 
     def _infer_struct_info(self) -> StructInfo:
         return TensorStructInfo(self.data.shape, str(self.data.dtype))

@@ -211,6 +211,7 @@ class _Translator:
                 raise self.error(f"variable {expr.name_hint!r} is used before it is defined")
             return self.regs[expr]
         if isinstance(expr, X.Constant):
+            # a Constant's data is aligned; an unpickled one may not be (numpy's allocation)
             self.vmf.constants.append(aligned(expr.data))
             return self._emit("const", self._new_reg(), (), len(self.vmf.constants) - 1)
         if isinstance(expr, X.Tuple):

@@ -84,6 +84,23 @@ def test_constant_compares_by_value():
         a.data[0] = 5.0  # constants are read-only
 
 
+def test_constant_data_is_aligned_and_its_key_holds_a_digest_not_the_bytes():
+    raw = np.zeros(4096 * 4 + 1, np.uint8)
+    weight = raw[1:].view("float32").reshape(64, 64)  # misaligned, like an ONNX weight's view
+    weight[...] = np.arange(64 * 64).reshape(64, 64)
+    c = Constant(weight)
+    assert c.data.ctypes.data % 64 == 0 and c.data.flags.c_contiguous
+    np.testing.assert_array_equal(c.data, weight)
+    assert not c.data.flags.writeable
+    dtype, shape, digest = c.key
+    assert (dtype, shape) == ("float32", (64, 64)) and len(digest) == 32
+    assert structural_equal(c, Constant(weight.copy()))
+    assert structural_hash(c) == structural_hash(Constant(weight.copy()))
+    transposed = Constant(weight.T)  # not C-contiguous: copied in C order
+    assert transposed.data.flags.c_contiguous and not structural_equal(c, transposed)
+    np.testing.assert_array_equal(transposed.data, weight.T)
+
+
 def test_call_infers_through_registry():
     n = SizeVar("n")
     x, y = Var("x", tensor((n, 4))), Var("y", tensor((n, 4)))
