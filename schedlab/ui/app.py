@@ -1,8 +1,9 @@
 """The standalone web app: `schedlab serve [--port 5006] [--address 127.0.0.1]` (Panel).
 
 A thin shell: each browser session gets its own ExplorerSession (so sessions never share a
-schedule), rendered by the shared ESM component plus a Bokeh latency chart. Every script and
-stylesheet is served by the Panel server itself; the page makes no request off the machine.
+schedule), rendered by the shared ESM component plus a zoomable Bokeh latency chart (folded
+until opened). Every script and stylesheet is served by the Panel server itself; the page
+makes no request off the machine.
 A session's actions run off the server's event loop, on threads shared by all sessions
 (`offload.SessionQueue`); only the document updates happen on the loop.
 """
@@ -39,6 +40,10 @@ class ExplorerComponent(AnyWidgetComponent):
     # Panel counts every received event into pn.state.busy (param events, a cleanup); nothing
     # here shows it, and each click paid for it on the event loop all sessions share
     _busy__ignore = ["action"]
+    # Panel holds a change from the page back for 50 ms (`_debounce`) to merge it with the
+    # next, which suits a dragged slider; an action is one click, answered as soon as it comes
+    # (the 50 ms were most of an apply's time with one session) and never merged with another
+    _priority_changes = ["action"]
 
     def _update_properties(self, *events, doc):
         # only the state changed: Panel's design (stylesheet modifiers, resolved anew on every
@@ -65,16 +70,29 @@ def build_app(workload: tuple[str, dict] = DEFAULT_WORKLOAD, onnx_path: str | No
                                   sizing_mode="stretch_width", min_height=760)  # fmt: skip
     figure, source = plots.latency_figure()
     plots.update_latency(source, first["latency"], figure)
-    chart = pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280)
+    # Folded at first: the explorer draws its own small latency chart, and this zoomable one,
+    # redrawn by Bokeh on every step, took a third of the page's work per click (a canvas
+    # repaint and its layout reads). Folded, it is sent nothing; opened, it gets the latest.
+    chart = pn.Card(pn.pane.Bokeh(figure, sizing_mode="stretch_width", height=280),
+                    title="Latency per step (zoomable chart)", collapsed=True,
+                    sizing_mode="stretch_width")  # fmt: skip
+    latest = {"points": first["latency"]}
+
+    def draw_chart() -> None:
+        if not chart.collapsed:
+            plots.update_latency(source, latest["points"], figure)
+
+    chart.param.watch(lambda _event: draw_chart(), "collapsed")
 
     times = AnswerTimes(os.environ.get(TIMINGS_ENV))
     sent = Sent(first)
 
     def show(answer: tuple[str, dict]) -> None:
         text, state = answer
+        latest["points"] = state["latency"]
         with pn.io.hold():  # the state and the chart's data in one message
             component.state = text
-            plots.update_latency(source, state["latency"], figure)
+            draw_chart()
         times.answered(state["seq"])
 
     doc = pn.state.curdoc

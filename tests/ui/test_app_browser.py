@@ -368,3 +368,23 @@ def test_long_work_shows_what_runs_and_clears(server, tmp_path):
         return log
 
     run(_with_page(server.url, body))
+
+
+def test_the_zoomable_latency_chart_is_folded_and_current_once_opened(server):
+    points = ("() => Bokeh.documents.map((d) => d.get_model_by_name('latency-per-step'))"
+              ".filter(Boolean)[0].data.step.length")  # fmt: skip
+
+    async def body(ex: ExplorerPage, log: RequestLog):
+        await ex.open(server.url)
+        start = await ex.page.evaluate(points)
+        await ex.select_loop("i")
+        await ex.apply("split", factors="None, 16")
+        assert await ex.page.evaluate(points) == start  # folded: sent nothing
+        await ex.page.get_by_text("Latency per step (zoomable chart)").click()
+        await ex.page.wait_for_function(f"({points})() === {start + 1}")
+        await ex.select_loop("i_0")
+        await ex.apply("parallel")  # open: it follows every step
+        await ex.page.wait_for_function(f"({points})() === {start + 2}")
+        assert await ex.page.locator(".bk-Canvas, canvas").count() >= 1
+
+    run(_with_page(server.url, body))

@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 COLUMNS = ("step", "label", "predicted_ms", "measured_ms")
+SOURCE_NAME = "latency-per-step"  # the data source's Bokeh name (the browser tests find it by it)
 PREDICTED_COLOR = "#1f77b4"
 MEASURED_COLOR = "#d62728"
 # Above this max/min ratio a linear axis squashes the fast steps flat against zero.
@@ -88,7 +89,7 @@ def latency_figure(source=None):
     squares, in ms per step; log y when the initial data spans a wide range."""
     models, plotting = _bokeh()
     if source is None:
-        source = models.ColumnDataSource(data={name: [] for name in COLUMNS})
+        source = models.ColumnDataSource(data={name: [] for name in COLUMNS}, name=SOURCE_NAME)
     log = wants_log_y(source.data)
     figure = plotting.figure(
         title="Latency per step", height=260, sizing_mode="stretch_width",
