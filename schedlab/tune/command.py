@@ -8,7 +8,6 @@ stops it cleanly (what was measured stays in the work dir, and the same command 
 
 from __future__ import annotations
 
-import argparse
 import signal
 import threading
 from pathlib import Path
@@ -45,22 +44,21 @@ def add_tune_parser(commands) -> None:
     tune.add_argument("--search-workers", type=int, default=None, metavar="N",
                       help="processes the search replays candidates on (default: one per "
                       "usable CPU, at most 8; 1: in this process)")  # fmt: skip
-    tune.add_argument("--flush-cache", action=argparse.BooleanOptionalAction, default=None,
-                      help="time each call with its weights evicted from the caches, as a model "
-                      "runs it (default: on for a model's kernels on a CPU, off for a "
-                      "workload)")  # fmt: skip
+    tune.add_argument("--flush-cache", action="store_true",
+                      help="time each call with its arguments but the first evicted from the "
+                      "CPU caches, as a model's layer meets its weights (default: warm)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
 
 def run_tune_command(args) -> None:
-    from .tuner import default_flush_cache
+    from .tuner import check_flush_cache
 
     target = Target(args.target)
     tasks, name = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")
-    args.flush_cache = default_flush_cache(tasks, args.flush_cache)
-    timed = "weights flushed from the caches" if args.flush_cache else "warm caches"
+    check_flush_cache(tasks, args.flush_cache)
+    timed = "caches flushed before each call" if args.flush_cache else "warm caches"
     print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir} ({timed})")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
     stop = threading.Event()

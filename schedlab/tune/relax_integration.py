@@ -65,7 +65,7 @@ def tasks_of(mod: IRModule, target: str | Target = "cpu") -> list[TuneTask]:
         key = workload_key(task_func)
         first.setdefault(key, (callee, task_func))
         weights[key] += 1
-    return [TuneTask(name, func, target, weights[key], key, in_model=True) for key, (name, func) in first.items()]
+    return [TuneTask(name, func, target, weights[key], key) for key, (name, func) in first.items()]
 
 
 def workload_func(func: PrimFunc) -> PrimFunc:

@@ -17,16 +17,13 @@ from schedlab.target import Target
 @dataclass(frozen=True, eq=False)
 class TuneTask:
     """One function to tune. `workload` is `structural_fingerprint(IRModule.from_expr(func))`,
-    the same key `Schedule(func).workload_fingerprint` and recorded traces carry. `in_model`:
-    a kernel of a graph model (`extract_tasks`), which the tuner times on a CPU with its
-    weights flushed from the caches, as the model runs it (see `tune_tasks`)."""
+    the same key `Schedule(func).workload_fingerprint` and recorded traces carry."""
 
     name: str
     func: PrimFunc
     target: Target
     weight: int = 1
     workload: str = field(default="", compare=False)
-    in_model: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.func, PrimFunc):

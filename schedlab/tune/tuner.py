@@ -87,21 +87,21 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
                remeasure: bool = True, log: Callable[[str], None] | None = print,
                strategy_options: dict | None = None,
                search_workers: int | None = None,
-               flush_cache: bool | None = None) -> TuneResult:  # fmt: skip
+               flush_cache: bool = False) -> TuneResult:  # fmt: skip
     """Tune `tasks` with at most `max_trials_global` measurements in all (and at most
     `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch.
     The search replays its candidates on `search_workers` processes (default: one per usable
     CPU, at most 8; 1: in this process), idle while candidates are measured.
 
-    `flush_cache` (for the default measurer; one passed in keeps its own setting): time every
-    call with its arguments but the first evicted from the caches. Default: on for the kernels
-    of a model on a CPU (inside a model a layer's weights come from memory: schedules tuned
-    warm lose there), off for a kernel tuned alone."""
+    `flush_cache` (CPU targets, for the default measurer; one passed in keeps its own
+    setting): time every call with its arguments but the first evicted from the caches, as a
+    model's layer whose weights come from memory (see docs/tuning.md, "Warm or cold caches":
+    on light_resnet50 it sped up the layers with the largest weights and slowed others)."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or
                        max_trials_global, num_trials_per_iter, seed)  # fmt: skip
     loop.setup(strategy, cost_model, task_scheduler, measurer, space, strategy_options or {},
-               search_workers, default_flush_cache(tasks, flush_cache))  # fmt: skip
+               search_workers, check_flush_cache(tasks, flush_cache))  # fmt: skip
     listeners = [on_event] if on_event else []
     reporter = TqdmReporter(loop.remaining()) if progress else None
     if reporter is not None:
@@ -119,17 +119,16 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
     return result
 
 
-def default_flush_cache(tasks, flush_cache: bool | None = None) -> bool:
-    """`flush_cache` when given, else whether `tasks` are kernels of a model on a CPU."""
+def check_flush_cache(tasks, flush_cache: bool) -> bool:
+    """`flush_cache`, refused (ValueError) for tasks of a target whose caches the host cannot
+    flush."""
     if flush_cache:
         others = sorted({task.target.kind for task in tasks} - {"cpu"})
         if others:
             raise ValueError(
                 f"tune: flush_cache is for CPU targets; the tasks' target is {others[0]}"
             )
-    if flush_cache is not None:
-        return bool(flush_cache)
-    return any(task.in_model and task.target.kind == "cpu" for task in tasks)
+    return bool(flush_cache)
 
 
 def _check_budget(tasks, max_trials_global, num_trials_per_iter) -> None:

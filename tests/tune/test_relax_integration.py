@@ -100,7 +100,6 @@ def test_extract_tasks_dedupes_weights_and_keeps_kernels_unscheduled():
     for task in tasks:
         assert "tir.is_scheduled" not in task.func.attrs and "global_symbol" not in task.func.attrs
         assert task.workload == workload_key(task.func) and task.target == Target("cpu")
-        assert task.in_model  # timed with its weights flushed from the caches
         loops = task.func.script()
         assert "T.parallel" not in loops and "T.block" in loops  # straight from legalization
     again = extract_tasks(model(), Target("cpu"))

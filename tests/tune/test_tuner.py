@@ -17,7 +17,7 @@ import schedlab
 from schedlab import workloads
 from schedlab.tune import TuneTask
 from schedlab.tune.database import Database
-from schedlab.tune.tuner import default_flush_cache, tune_tasks, tune_tir
+from schedlab.tune.tuner import check_flush_cache, tune_tasks, tune_tir
 
 SIZES = {"M": 64, "N": 48, "K": 40}
 FAST = {"num_trials_per_iter": 4, "progress": False, "log": None, "cost_model": "analytical"}
@@ -107,17 +107,14 @@ def test_bad_budget_is_named(gemm, tmp_path):
         tune_tasks([], tmp_path, 4, **FAST)
 
 
-def test_model_kernels_are_timed_with_their_weights_flushed(gemm, tmp_path):
-    alone = TuneTask("gemm", gemm[0], "cpu")
-    in_model = TuneTask("gemm", gemm[0], "cpu", in_model=True)
-    assert default_flush_cache([alone]) is False and default_flush_cache([in_model]) is True
-    assert default_flush_cache([in_model], False) is False
-    assert default_flush_cache([alone], True) is True
-    gpu = TuneTask("gemm", gemm[0], "cuda", in_model=True)
-    assert default_flush_cache([gpu]) is False
+def test_tuning_can_time_with_flushed_caches(gemm, tmp_path):
+    task = TuneTask("gemm", gemm[0], "cpu")
+    assert check_flush_cache([task], True) is True and check_flush_cache([task], False) is False
+    gpu = TuneTask("gemm", gemm[0], "cuda")
+    assert check_flush_cache([gpu], False) is False
     with pytest.raises(ValueError, match="flush_cache is for CPU targets; the tasks' target is cuda"):
-        default_flush_cache([gpu], True)
-    result = tune_tasks([in_model], tmp_path, 4, **FAST)
+        check_flush_cache([gpu], True)
+    result = tune_tasks([task], tmp_path, 4, flush_cache=True, **FAST)
     records = result.database.records()
     assert len(records) == 4 and all(r.ok and len(r.run_secs) == 3 for r in records)
     assert result.summaries[0].remeasured_s > 0
@@ -199,11 +196,11 @@ def test_cli_tunes_a_model_and_run_uses_the_records(tmp_path):
     model = _mlp_onnx(tmp_path / "mlp.onnx")
     work = tmp_path / "tuned"
     tuned = _cli("tune", str(model), "--trials", "4", "--per-iter", "4", "--cost-model",
-                 "analytical", "--work-dir", str(work))  # fmt: skip
+                 "analytical", "--work-dir", str(work), "--flush-cache")  # fmt: skip
     out, _ = tuned.communicate(timeout=300)
     assert tuned.returncode == 0, out
     assert "tuning 1 task(s) for cpu: " in out and "fused_matmul_add_nn_relu" in out
-    assert "(weights flushed from the caches)" in out  # a model's kernels are timed cold
+    assert "(caches flushed before each call)" in out
     assert len(Database(work)) == 4
     run = _cli("run", str(model), "--database", str(work), "--repeat", "2")
     out, _ = run.communicate(timeout=300)
