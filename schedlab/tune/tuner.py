@@ -98,10 +98,11 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
     model's layer whose weights come from memory (see docs/tuning.md, "Warm or cold caches":
     on light_resnet50 it sped up the layers with the largest weights and slowed others)."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
+    flush_cache = check_flush_cache(tasks, flush_cache)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or
                        max_trials_global, num_trials_per_iter, seed)  # fmt: skip
     loop.setup(strategy, cost_model, task_scheduler, measurer, space, strategy_options or {},
-               search_workers, check_flush_cache(tasks, flush_cache))  # fmt: skip
+               search_workers, flush_cache)  # fmt: skip
     listeners = [on_event] if on_event else []
     reporter = TqdmReporter(loop.remaining()) if progress else None
     if reporter is not None:
