@@ -117,6 +117,12 @@ class Constant(Expr):
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "key", (str(data.dtype), data.shape, digest))
 
+    def __setstate__(self, state: dict) -> None:
+        # unpickled, the data is a fresh numpy allocation (16-byte aligned only): align it again
+        data = aligned(state["data"])
+        data.setflags(write=False)
+        self.__dict__.update(state, data=data)
+
     def _infer_struct_info(self) -> StructInfo:
         return TensorStructInfo(self.data.shape, str(self.data.dtype))
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.errors import LoweringError
-from schedlab.host_arrays import aligned, aligned_empty
+from schedlab.host_arrays import aligned_empty
 from schedlab.ir import expr as E
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.transform import Pass
@@ -211,8 +211,7 @@ class _Translator:
                 raise self.error(f"variable {expr.name_hint!r} is used before it is defined")
             return self.regs[expr]
         if isinstance(expr, X.Constant):
-            # a Constant's data is aligned; an unpickled one may not be (numpy's allocation)
-            self.vmf.constants.append(aligned(expr.data))
+            self.vmf.constants.append(expr.data)  # aligned, read-only (relax.Constant)
             return self._emit("const", self._new_reg(), (), len(self.vmf.constants) - 1)
         if isinstance(expr, X.Tuple):
             fields = [self.value(f) for f in expr.fields]

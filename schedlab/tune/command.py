@@ -74,18 +74,17 @@ def run_tune_command(args) -> None:
 def _tune(args, tasks, work_dir, budget, stop):
     from .tuner import tune_tasks
 
-    flush_cache = args.flush_cache
     measurer = None
     if args.scheduler:
         from .dask_measure import DaskMeasurer
 
-        measurer = DaskMeasurer(args.scheduler, flush_cache=flush_cache)
+        measurer = DaskMeasurer(args.scheduler, flush_cache=args.flush_cache)
     try:
         return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
                           num_trials_per_iter=args.per_iter, strategy=args.strategy,
                           cost_model=args.cost_model, measurer=measurer, seed=args.seed,
                           stop=stop, search_workers=args.search_workers,
-                          flush_cache=flush_cache)  # fmt: skip
+                          flush_cache=args.flush_cache)  # fmt: skip
     finally:
         if measurer is not None:
             measurer.close()

@@ -371,8 +371,8 @@ class LocalRunner:
     """Times built candidates in worker processes, `max_workers` at a time (one by default, so
     candidates do not disturb each other), with `Kernel.benchmark(number=, repeat=,
     min_repeat_ms=, flush_cache=)` on `make_args(func, seed)`. A worker is reused while it is
-    healthy. `flush_cache` times every call with its weights evicted from the caches, as a
-    model runs its layers (TVM's `enable_cpu_cache_flush`)."""
+    healthy. `flush_cache` times every call with its arguments but the first evicted from the
+    caches (TVM's `enable_cpu_cache_flush`)."""
 
     def __init__(
         self,

@@ -1,5 +1,7 @@
 """Graph IR nodes: struct info, inference through the registry, structural equality."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -99,6 +101,10 @@ def test_constant_data_is_aligned_and_its_key_holds_a_digest_not_the_bytes():
     transposed = Constant(weight.T)  # not C-contiguous: copied in C order
     assert transposed.data.flags.c_contiguous and not structural_equal(c, transposed)
     np.testing.assert_array_equal(transposed.data, weight.T)
+    for size in range(1000, 1016):  # unpickled, numpy's allocation is realigned
+        again = pickle.loads(pickle.dumps(Constant(np.arange(size, dtype="float32"))))
+        assert again.data.ctypes.data % 64 == 0 and not again.data.flags.writeable
+        assert again.key == Constant(np.arange(size, dtype="float32")).key
 
 
 def test_call_infers_through_registry():

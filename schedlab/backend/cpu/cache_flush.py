@@ -1,9 +1,9 @@
 """Evicting arrays from every CPU cache level, so a kernel can be timed as a model runs it.
 
-Timed back to back, a kernel finds its weights in the caches; inside a model they come from
-memory, because the other layers' data evicted them since the last inference. For a layer whose
-weights outgrow the L2 that difference decides which schedule wins (a 3x3 conv with 9 MB of
-weights took 0.65 ms warm and 1.15 ms cold on an Intel Xeon). `flush(array)` writes back and
+Timed back to back, a kernel finds its weights in the caches; inside a model they may come from
+memory, the other layers' data having evicted them since the last inference (a 3x3 conv with
+9 MB of weights took 0.66 ms warm and 0.99 ms cold on an Intel Xeon; docs/tuning.md, "Warm or
+cold caches", says what tuning that way gave). `flush(array)` writes back and
 invalidates every cache line of the array (x86 `clflush`, AArch64 `dc civac`), like the cache
 flush of TVM's CPU runner.
 
