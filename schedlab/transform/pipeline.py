@@ -17,6 +17,7 @@ from .flatten_buffer import FlattenBuffer
 from .gpu_pipeline import GPU_KINDS, gpu_lower_passes
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
+from .promote_scratch import PromoteInvariantScratch
 from .plan_buffer_location import PlanAndUpdateBufferAllocationLocation
 from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
@@ -57,6 +58,8 @@ def lower_passes(target="cpu") -> list[Pass]:
         VectorizeLoop(),
         # unrolled loops (and pragma_auto_unroll_max_step regions) -> straight-line code
         UnrollLoop(),
+        # scratch a loop touches only at invariant places -> a register tile around the loop
+        PromoteInvariantScratch(),
         # remove empty loops, `Evaluate(0)`, constant branches
         RemoveNoOp(),
     ]

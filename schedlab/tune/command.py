@@ -44,9 +44,12 @@ def add_tune_parser(commands) -> None:
     tune.add_argument("--search-workers", type=int, default=None, metavar="N",
                       help="processes the search replays candidates on (default: one per "
                       "usable CPU, at most 8; 1: in this process)")  # fmt: skip
-    tune.add_argument("--flush-cache", action="store_true",
+    tune.add_argument("--flush-cache", nargs="?", const="all", default="auto",
+                      choices=("auto", "all", "none"),
                       help="time each call with its arguments but the first evicted from the "
-                      "CPU caches, as a model's layer meets its weights (default: warm)")  # fmt: skip
+                      "CPU caches, as a model's layer meets its weights: 'all' kernels (the "
+                      "flag alone), 'none', or 'auto' (the default: the kernels whose constant "
+                      "weights outgrow the cores' L2 caches)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
@@ -57,8 +60,10 @@ def run_tune_command(args) -> None:
     target = Target(args.target)
     tasks, name = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")
-    check_flush_cache(tasks, args.flush_cache)
-    timed = "caches flushed before each call" if args.flush_cache else "warm caches"
+    flush_cache = _FLUSH_CHOICES[args.flush_cache]
+    check_flush_cache(tasks, flush_cache)
+    timed = {True: "caches flushed before each call", False: "warm caches",
+             "auto": "caches flushed for weights over the L2 caches, else warm"}[flush_cache]
     print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir} ({timed})")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
     stop = threading.Event()
@@ -78,16 +83,19 @@ def _tune(args, tasks, work_dir, budget, stop):
     if args.scheduler:
         from .dask_measure import DaskMeasurer
 
-        measurer = DaskMeasurer(args.scheduler, flush_cache=args.flush_cache)
+        measurer = DaskMeasurer(args.scheduler, flush_cache=_FLUSH_CHOICES[args.flush_cache])
     try:
         return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
                           num_trials_per_iter=args.per_iter, strategy=args.strategy,
                           cost_model=args.cost_model, measurer=measurer, seed=args.seed,
                           stop=stop, search_workers=args.search_workers,
-                          flush_cache=args.flush_cache)  # fmt: skip
+                          flush_cache=_FLUSH_CHOICES[args.flush_cache])  # fmt: skip
     finally:
         if measurer is not None:
             measurer.close()
+
+
+_FLUSH_CHOICES = {"all": True, "none": False, "auto": "auto"}  # --flush-cache -> flush_cache
 
 
 def _is_model(what: str) -> bool:

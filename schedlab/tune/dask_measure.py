@@ -61,7 +61,7 @@ class DaskMeasurer:
         min_repeat_ms: float = 20.0,
         timeout_s: float = 10.0,
         seed: int = 0,
-        flush_cache: bool = False,
+        flush_cache: bool | str = False,
     ):
         distributed = _import_distributed()
         LocalRunner(number, repeat, min_repeat_ms, timeout_s, 1, seed, flush_cache)  # checks
@@ -77,7 +77,7 @@ class DaskMeasurer:
         self.build_timeout_s = build_timeout_s
         self.runner_settings = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms,
                                 "timeout_s": timeout_s, "seed": seed,
-                                "flush_cache": bool(flush_cache)}  # fmt: skip
+                                "flush_cache": flush_cache}  # fmt: skip
 
     def measure(
         self,

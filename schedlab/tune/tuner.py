@@ -87,16 +87,18 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
                remeasure: bool = True, log: Callable[[str], None] | None = print,
                strategy_options: dict | None = None,
                search_workers: int | None = None,
-               flush_cache: bool = False) -> TuneResult:  # fmt: skip
+               flush_cache: bool | str = "auto") -> TuneResult:  # fmt: skip
     """Tune `tasks` with at most `max_trials_global` measurements in all (and at most
     `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch.
     The search replays its candidates on `search_workers` processes (default: one per usable
     CPU, at most 8; 1: in this process), idle while candidates are measured.
 
-    `flush_cache` (CPU targets, for the default measurer; one passed in keeps its own
-    setting): time every call with its arguments but the first evicted from the caches, as a
-    model's layer whose weights come from memory (see docs/tuning.md, "Warm or cold caches":
-    on light_resnet50 it sped up the layers with the largest weights and slowed others)."""
+    `flush_cache` (for the default measurer; one passed in keeps its own setting): True times
+    every call with its arguments but the first evicted from the caches, as a model's layer
+    whose weights come from memory (CPU targets only); "auto" (the default) does so for the
+    CPU kernels whose constant weights outgrow the cores' L2 caches together and times the
+    others warm (`measure.flushes_caches`; docs/tuning.md, "Warm or cold caches"); False
+    times every kernel warm."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
     flush_cache = check_flush_cache(tasks, flush_cache)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or
@@ -120,16 +122,19 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
     return result
 
 
-def check_flush_cache(tasks, flush_cache: bool) -> bool:
-    """`flush_cache`, refused (ValueError) for tasks of a target whose caches the host cannot
-    flush."""
-    if flush_cache:
+def check_flush_cache(tasks, flush_cache: bool | str) -> bool | str:
+    """`flush_cache` as a policy (True, False, "auto"); True is refused (ValueError) for tasks
+    of a target whose caches the host cannot flush."""
+    from .measure import flush_policy
+
+    flush_cache = flush_policy(flush_cache)
+    if flush_cache is True:
         others = sorted({task.target.kind for task in tasks} - {"cpu"})
         if others:
             raise ValueError(
                 f"tune: flush_cache is for CPU targets; the tasks' target is {others[0]}"
             )
-    return bool(flush_cache)
+    return flush_cache
 
 
 def _check_budget(tasks, max_trials_global, num_trials_per_iter) -> None:
@@ -170,7 +175,7 @@ class _TuningLoop:
         return progress
 
     def setup(self, strategy, cost_model, task_scheduler, measurer, space, options,
-              search_workers, flush_cache: bool) -> None:  # fmt: skip
+              search_workers, flush_cache: bool | str) -> None:  # fmt: skip
         from .candidates import make_candidate_maker
         from .cost_model import make_cost_model
         from .measure import LocalRunner, Measurer

@@ -29,7 +29,7 @@ from . import tir_samples as ts
 PASS_NAMES = [
     "LowerInitBlock", "PlanAndUpdateBufferAllocationLocation", "ConvertBlocksToOpaque",
     "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VectorizeLoop",
-    "UnrollLoop", "RemoveNoOp",
+    "UnrollLoop", "PromoteInvariantScratch", "RemoveNoOp",
 ]  # fmt: skip
 
 SAMPLES = {

@@ -230,3 +230,23 @@ def test_a_closed_measurer_starts_new_workers_when_used_again():
         assert measurer.measure([inp])[0].ok
     finally:
         measurer.close()
+
+
+def test_auto_flush_is_for_cpu_kernels_whose_constant_weights_outgrow_the_l2_caches():
+    from schedlab.tune.measure import constant_weight_bytes, flush_policy, flushes_caches
+
+    func = workloads.get("gemm", M=8, N=256, K=512)[0]  # B: 512 KiB
+    weighted = func.with_attr("layout_free_buffers", (1,))
+    assert constant_weight_bytes(func) == 0 and constant_weight_bytes(weighted) == 512 * 1024
+    small_l2 = Target("cpu", l2_bytes=128 * 1024, num_cores=2)  # 256 KiB in all
+    large_l2 = Target("cpu", l2_bytes=512 * 1024, num_cores=2)
+    assert flushes_caches("auto", weighted, small_l2)
+    assert not flushes_caches("auto", weighted, large_l2)
+    assert not flushes_caches("auto", func, small_l2)  # no constant weights: warm
+    assert not flushes_caches("auto", weighted, Target("cuda"))
+    assert flushes_caches(True, func, large_l2) and not flushes_caches(False, weighted, small_l2)
+    assert flush_policy("auto") == "auto" and flush_policy(True) is True
+    with pytest.raises(ValueError, match="flush_cache: expected True, False or 'auto', got 'cold'"):
+        flush_policy("cold")
+    with pytest.raises(ValueError, match="flush_cache"):
+        LocalRunner(flush_cache="sometimes")

@@ -112,6 +112,9 @@ def test_tuning_can_time_with_flushed_caches(gemm, tmp_path):
     assert check_flush_cache([task], True) is True and check_flush_cache([task], False) is False
     gpu = TuneTask("gemm", gemm[0], "cuda")
     assert check_flush_cache([gpu], False) is False
+    assert check_flush_cache([gpu], "auto") == "auto"  # auto: only where the host can flush
+    with pytest.raises(ValueError, match="flush_cache: expected True, False or 'auto'"):
+        check_flush_cache([task], "cold")
     with pytest.raises(ValueError, match="flush_cache is for CPU targets; the tasks' target is cuda"):
         check_flush_cache([gpu], True)
     result = tune_tasks([task], tmp_path, 4, flush_cache=True, **FAST)
@@ -149,7 +152,8 @@ def test_cli_tunes_a_workload_and_kill_9_loses_only_the_inflight_record(tmp_path
     assert len(db) == 24
     keys = [r.candidate for r in db.records()]
     assert len(set(keys)) == 24  # what was stored before the kill was not measured again
-    assert "gemm" in out and "GFLOP/s" in out and "(warm caches)" in out
+    assert "gemm" in out and "GFLOP/s" in out
+    assert "(caches flushed for weights over the L2 caches, else warm)" in out  # the default
     json.loads((work / "records.jsonl").read_text().splitlines()[-1])
 
 
