@@ -44,12 +44,12 @@ def add_tune_parser(commands) -> None:
     tune.add_argument("--search-workers", type=int, default=None, metavar="N",
                       help="processes the search replays candidates on (default: one per "
                       "usable CPU, at most 8; 1: in this process)")  # fmt: skip
-    tune.add_argument("--flush-cache", nargs="?", const="all", default="auto",
+    tune.add_argument("--flush-cache", nargs="?", const="all", default="none",
                       choices=("auto", "all", "none"),
                       help="time each call with its arguments but the first evicted from the "
                       "CPU caches, as a model's layer meets its weights: 'all' kernels (the "
-                      "flag alone), 'none', or 'auto' (the default: the kernels whose constant "
-                      "weights outgrow the cores' L2 caches)")  # fmt: skip
+                      "flag alone), 'auto' (the kernels whose constant weights outgrow the "
+                      "cores' L2 caches) or 'none' (the default: warm)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 

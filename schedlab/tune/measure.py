@@ -453,10 +453,11 @@ def flushes_caches(policy: bool | str, func: PrimFunc, target) -> bool:
     "auto" flushes where the kernel's constant weights (its `layout_free_buffers`) are larger
     than the L2 caches of all the cores together: in a model such a weight comes from memory
     at every call, and the tuner should rank the schedules that stream it well. Smaller
-    weights are timed warm. Measured on light_resnet50 (Intel Xeon, 2 cores, 2 MiB L2 each;
-    docs/tuning.md "Warm or cold caches"): the 8-9 MiB-weight layers' cold-tuned schedules
-    ran 12-26% faster in the model than the warm-tuned ones, while cold tuning made the 1-2
-    MiB layers 10-25% slower there."""
+    weights are timed warm, because on light_resnet50 (Intel Xeon, 2 cores, 2 MiB L2 each)
+    cold tuning made the 1-2 MiB-weight layers 10-25% slower in the model while a cold-tuned
+    run's 8-9 MiB-weight layers were 12-26% faster there; a second run tuned that way found
+    no better schedules for those layers than the warm run (docs/tuning.md, "Warm or cold
+    caches"), so it is not the default."""
     if policy != "auto":
         return bool(policy)
     target = Target(target)

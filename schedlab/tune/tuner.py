@@ -87,7 +87,7 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
                remeasure: bool = True, log: Callable[[str], None] | None = print,
                strategy_options: dict | None = None,
                search_workers: int | None = None,
-               flush_cache: bool | str = "auto") -> TuneResult:  # fmt: skip
+               flush_cache: bool | str = False) -> TuneResult:  # fmt: skip
     """Tune `tasks` with at most `max_trials_global` measurements in all (and at most
     `max_trials_per_task` each, default the global budget), `num_trials_per_iter` per batch.
     The search replays its candidates on `search_workers` processes (default: one per usable
@@ -95,10 +95,10 @@ def tune_tasks(tasks: list[TuneTask], work_dir: str | Path, max_trials_global: i
 
     `flush_cache` (for the default measurer; one passed in keeps its own setting): True times
     every call with its arguments but the first evicted from the caches, as a model's layer
-    whose weights come from memory (CPU targets only); "auto" (the default) does so for the
-    CPU kernels whose constant weights outgrow the cores' L2 caches together and times the
-    others warm (`measure.flushes_caches`; docs/tuning.md, "Warm or cold caches"); False
-    times every kernel warm."""
+    whose weights come from memory (CPU targets only); "auto" does so for the CPU kernels
+    whose constant weights outgrow the cores' L2 caches together and times the others warm
+    (`measure.flushes_caches`); False (the default) times every kernel warm. See
+    docs/tuning.md, "Warm or cold caches", for what each gave on light_resnet50."""
     _check_budget(tasks, max_trials_global, num_trials_per_iter)
     flush_cache = check_flush_cache(tasks, flush_cache)
     loop = _TuningLoop(tasks, work_dir, max_trials_global, max_trials_per_task or

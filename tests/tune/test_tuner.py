@@ -153,7 +153,7 @@ def test_cli_tunes_a_workload_and_kill_9_loses_only_the_inflight_record(tmp_path
     keys = [r.candidate for r in db.records()]
     assert len(set(keys)) == 24  # what was stored before the kill was not measured again
     assert "gemm" in out and "GFLOP/s" in out
-    assert "(caches flushed for weights over the L2 caches, else warm)" in out  # the default
+    assert "(warm caches)" in out  # the default
     json.loads((work / "records.jsonl").read_text().splitlines()[-1])
 
 
@@ -253,3 +253,17 @@ def test_bench_tune_names_its_cases_models_included():
     with pytest.raises(ValueError, match="unknown case.*speed; known: gemm, dense, softmax, "
                        "models, light_squeezenet, light_resnet50, cost-model"):  # fmt: skip
         run_tune_bench(args)
+
+
+def test_cli_flush_cache_choices():
+    from schedlab.cli import _parser
+    from schedlab.tune.command import _FLUSH_CHOICES
+
+    def parsed(*extra):
+        args = _parser().parse_args(["tune", "gemm", *extra])
+        return _FLUSH_CHOICES[args.flush_cache]
+
+    assert parsed() is False and parsed("--flush-cache") is True
+    assert parsed("--flush-cache", "auto") == "auto" and parsed("--flush-cache", "none") is False
+    with pytest.raises(SystemExit):
+        parsed("--flush-cache", "cold")
