@@ -17,8 +17,8 @@ from .flatten_buffer import FlattenBuffer
 from .gpu_pipeline import GPU_KINDS, gpu_lower_passes
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
-from .promote_scratch import PromoteInvariantScratch
 from .plan_buffer_location import PlanAndUpdateBufferAllocationLocation
+from .promote_scratch import PromoteInvariantScratch
 from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
 from .unroll_loop import UnrollLoop

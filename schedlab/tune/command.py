@@ -62,40 +62,44 @@ def run_tune_command(args) -> None:
     work_dir = Path(args.work_dir or f"tune_{name}")
     flush_cache = _FLUSH_CHOICES[args.flush_cache]
     check_flush_cache(tasks, flush_cache)
-    timed = {True: "caches flushed before each call", False: "warm caches",
-             "auto": "caches flushed for weights over the L2 caches, else warm"}[flush_cache]
+    timed = _TIMED[flush_cache]
     print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir} ({timed})")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        result = _tune(args, tasks, work_dir, budget, stop)
+        result = _tune(args, tasks, work_dir, budget, stop, flush_cache)
     finally:
         signal.signal(signal.SIGINT, previous)
     if result.stopped:
         print(f"stopped; the records are in {work_dir} and the same command resumes")
 
 
-def _tune(args, tasks, work_dir, budget, stop):
+def _tune(args, tasks, work_dir, budget, stop, flush_cache):
     from .tuner import tune_tasks
 
     measurer = None
     if args.scheduler:
         from .dask_measure import DaskMeasurer
 
-        measurer = DaskMeasurer(args.scheduler, flush_cache=_FLUSH_CHOICES[args.flush_cache])
+        measurer = DaskMeasurer(args.scheduler, flush_cache=flush_cache)
     try:
         return tune_tasks(tasks, work_dir, budget, max_trials_per_task=args.trials,
                           num_trials_per_iter=args.per_iter, strategy=args.strategy,
                           cost_model=args.cost_model, measurer=measurer, seed=args.seed,
                           stop=stop, search_workers=args.search_workers,
-                          flush_cache=_FLUSH_CHOICES[args.flush_cache])  # fmt: skip
+                          flush_cache=flush_cache)  # fmt: skip
     finally:
         if measurer is not None:
             measurer.close()
 
 
 _FLUSH_CHOICES = {"all": True, "none": False, "auto": "auto"}  # --flush-cache -> flush_cache
+_TIMED = {
+    True: "caches flushed before each call",
+    False: "warm caches",
+    "auto": "caches flushed for weights over the L2 caches, else warm",
+}
 
 
 def _is_model(what: str) -> bool:

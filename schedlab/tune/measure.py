@@ -471,11 +471,9 @@ def flushes_caches(policy: bool | str, func: PrimFunc, target) -> bool:
 def constant_weight_bytes(func: PrimFunc) -> int:
     """The bytes of `func`'s parameters every call passes a constant (its
     `layout_free_buffers`, set by the graph pipeline on a model's kernels); 0 for none."""
-    from schedlab.dlight.cpu.packing import LAYOUT_FREE_ATTR, nbytes
+    from schedlab.dlight.cpu.packing import layout_free_params, nbytes
 
-    indices = (func.attrs or {}).get(LAYOUT_FREE_ATTR, ())
-    params = [func.params[i] for i in indices if i < len(func.params)]
-    return sum(nbytes(func.buffer_map[p]) for p in params if p in func.buffer_map)
+    return sum(nbytes(buffer) for buffer in layout_free_params(func))
 
 
 def _in_order(items: list, work: Callable, on_result, stop, threads=None) -> list:

@@ -6,7 +6,6 @@ from schedlab.errors import LoweringError
 from schedlab.ir import (
     Allocate,
     BufferStore,
-    PrimFunc,
     Var,
     assert_structural_equal,
     const,
@@ -23,11 +22,7 @@ from schedlab.transform import (
 from schedlab.transform.flatten_buffer import is_flat
 
 from . import tir_samples as ts
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
+from .tir_samples import plain_func as _func
 
 
 def _stores(func):

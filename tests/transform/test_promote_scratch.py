@@ -12,7 +12,6 @@ from schedlab.ir import (
     BufferStore,
     For,
     IfThenElse,
-    PrimFunc,
     SeqStmt,
     Var,
     const,
@@ -23,19 +22,19 @@ from schedlab.schedule import Schedule
 from schedlab.transform import lower, lower_passes
 from schedlab.transform.promote_scratch import MAX_SLOTS, promote_invariant_scratch
 
+from .tir_samples import plain_func as _func
+
 ONE = const(1.0, "float32")
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
 
 
 def _tiles(stmt):
     found = []
-    post_order_visit(
-        stmt, lambda n: found.append(n) if isinstance(n, Allocate) and "_tile" in n.buffer.name else None
-    )
+
+    def visit(node):
+        if isinstance(node, Allocate) and "_tile" in node.buffer.name:
+            found.append(node)
+
+    post_order_visit(stmt, visit)
     return found
 
 
@@ -141,7 +140,8 @@ def test_compiled_kernel_with_a_promoted_accumulator_matches_numpy():
     func = _gemm_rows_inside_reduction()
     lowered = lower(func)["gemm"]
     assert _tiles(lowered.body), "the accumulator row is held in a tile around the k1 loop"
-    a, b = (np.random.default_rng(0).standard_normal(s).astype("float32") for s in ((7, 40), (40, 48)))
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype("float32") for s in ((7, 40), (40, 48)))
     c = np.zeros((7, 48), "float32")
     schedlab.build(func, target="cpu")(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-4)

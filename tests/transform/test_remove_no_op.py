@@ -6,7 +6,6 @@ from schedlab.ir import (
     Evaluate,
     For,
     IfThenElse,
-    PrimFunc,
     SeqStmt,
     Var,
     assert_structural_equal,
@@ -15,12 +14,9 @@ from schedlab.ir import (
 )  # fmt: skip
 from schedlab.transform import remove_no_op
 
+from .tir_samples import plain_func as _func
+
 ONE = const(1.0, "float32")
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
 
 
 def test_debris_is_removed():

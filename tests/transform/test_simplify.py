@@ -4,7 +4,6 @@ from schedlab.ir import (
     BufferStore,
     For,
     IfThenElse,
-    PrimFunc,
     Var,
     assert_structural_equal,
     const,
@@ -13,13 +12,9 @@ from schedlab.ir import (
 from schedlab.transform import simplify
 
 from . import tir_samples as ts
+from .tir_samples import plain_func as _func
 
 ONE = const(1.0, "float32")
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
 
 
 def test_index_arithmetic_folds_and_proven_branches_go():

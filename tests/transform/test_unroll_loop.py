@@ -4,7 +4,6 @@ from schedlab.ir import (
     BufferStore,
     For,
     ForKind,
-    PrimFunc,
     SeqStmt,
     Var,
     const,
@@ -23,13 +22,9 @@ from schedlab.transform import (
 )  # fmt: skip
 
 from . import tir_samples as ts
+from .tir_samples import plain_func as _func
 
 ONE = const(1.0, "float32")
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
 
 
 def _loops(func):

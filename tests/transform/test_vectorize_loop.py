@@ -10,7 +10,6 @@ from schedlab.ir import (
     For,
     ForKind,
     IfThenElse,
-    PrimFunc,
     Ramp,
     SeqStmt,
     Var,
@@ -28,13 +27,9 @@ from schedlab.transform import (
 )  # fmt: skip
 
 from . import tir_samples as ts
+from .tir_samples import plain_func as _func
 
 F2 = const(2.0, "float32")
-
-
-def _func(buffers, body):
-    params = [Var(b.name, "handle") for b in buffers]
-    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
 
 
 def _vloop(v, lanes, body):

@@ -44,6 +44,13 @@ def nest(loops, body):
     return body
 
 
+def plain_func(buffers, body):
+    """A PrimFunc `f` over `buffers` with `body` as it is (no root block): the lowered form the
+    passes after LowerOpaqueBlock take."""
+    params = [Var(b.name, "handle") for b in buffers]
+    return PrimFunc(params, body, dict(zip(params, buffers)), {"global_symbol": "f"})
+
+
 def prim_func(name, buffers, body, allocs=()):
     """A PrimFunc in the TensorIR form: handle params and an implicit root block."""
     params = [Var(b.name, "handle") for b in buffers]

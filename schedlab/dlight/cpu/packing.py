@@ -82,13 +82,17 @@ def pack_vector_operands(sch) -> bool:
     return True
 
 
-def layout_free(sch) -> set:
-    """The parameters every call passes a constant (the `layout_free_buffers` attribute the
-    graph pipeline sets), with their zero-padded copies."""
-    func = sch.func
+def layout_free_params(func) -> set:
+    """The buffers of the parameters every call passes a constant (the `layout_free_buffers`
+    attribute the graph pipeline sets)."""
     indices = func.attrs.get(LAYOUT_FREE_ATTR, ()) if func.attrs else ()
-    free = {func.buffer_map[func.params[i]] for i in indices
+    return {func.buffer_map[func.params[i]] for i in indices
             if i < len(func.params) and func.params[i] in func.buffer_map}  # fmt: skip
+
+
+def layout_free(sch) -> set:
+    """`layout_free_params` of the scheduled function, with their zero-padded copies."""
+    free = layout_free_params(sch.func)
     return free | {pad for pad, (_, source) in _padded_sources(sch).items() if source in free}
 
 
