@@ -27,6 +27,7 @@ from schedlab.errors import LoweringError
 from schedlab.host_arrays import aligned_empty
 from schedlab.ir import expr as E
 from schedlab.ir.function import IRModule, PrimFunc
+from schedlab.ir.structural import structural_fingerprint
 from schedlab.ir.transform import Pass
 from schedlab.target import Target
 
@@ -120,6 +121,7 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
     target: str | Target = "cpu",
     pipeline: Pass | str | None = None,
     database=None,
+    kernel_cache: dict | None = None,
 ) -> Executable:
     """Run `pipeline` (default: the target's `get_default_pipeline`; a name goes to
     `get_pipeline`) on `mod`, build every PrimFunc for `target`, and translate every graph
@@ -130,7 +132,11 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
     it goes into the default pipeline, so it cannot be combined with `pipeline`. It may also
     be schedule bundles (`schedlab.bundle`: a Bundle, a list of them or of their files, a
     bundle file's path): each kernel a bundle was exported from takes its schedule, and a
-    bundle that fits no kernel, or is for another target kind, raises BundleError."""
+    bundle that fits no kernel, or is for another target kind, raises BundleError.
+
+    `kernel_cache` (a dict the caller keeps between compiles) holds the built kernels by name
+    and function: a kernel compiled before is not lowered again (what `select_in_model` needs
+    to compile one model with many schedule choices)."""
     from schedlab.backend.build import build
 
     from .pipeline import get_default_pipeline, get_pipeline
@@ -151,11 +157,19 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
         lowered = pipeline(mod)
     kernels = {}
     for name, func in lowered.items():
-        if isinstance(func, PrimFunc):
-            try:
-                kernels[name] = build(func.with_attr("global_symbol", name), target, name=name)
-            except LoweringError as err:  # say which kernel of the graph it was
-                raise LoweringError(f"compile: kernel {name!r}: {err}") from err
+        if not isinstance(func, PrimFunc):
+            continue
+        func = func.with_attr("global_symbol", name)
+        key = None if kernel_cache is None else (name, structural_fingerprint(func))
+        if key in (kernel_cache or {}):
+            kernels[name] = kernel_cache[key]
+            continue
+        try:
+            kernels[name] = build(func, target, name=name)
+        except LoweringError as err:  # say which kernel of the graph it was
+            raise LoweringError(f"compile: kernel {name!r}: {err}") from err
+        if kernel_cache is not None:
+            kernel_cache[key] = kernels[name]
     functions = {
         name: _Translator(name, lowered).translate(func)
         for name, func in lowered.items()

@@ -6,9 +6,15 @@
     db.query_best(func, "cpu")                       # the fastest TuningRecord, or None
     db.query_schedule(func, "cpu")                   # its trace replayed on a fresh Schedule
 
-The folder holds two files, both one JSON object per line:
+The folder holds up to three files, each one JSON object per line:
   workloads.jsonl  {"key": workload key, "name": ..., "func": the function's script text}
   records.jsonl    TuningRecord.to_json() (schema below)
+  selections.jsonl {"workload", "target", "candidate": candidate_key | null, "records": int,
+                    "in_model_secs": [...], "context": str, "timestamp"}: a candidate chosen
+                   by its time inside a compiled model (`schedlab.tune.in_model`), which
+                   `query_best` returns instead of the fastest alone while the workload has no
+                   records newer than the choice ("records" counts them then); the latest line
+                   of a workload and target wins, and a null candidate undoes the choice
 A line is appended with one write() to a file opened O_APPEND, then fsync'ed, so concurrent
 writers never interleave and a crash loses at most the line being written. Loading skips a
 damaged line (a write cut short) with a warning; the next append starts on a fresh line.
@@ -46,6 +52,7 @@ from .task import TuneTask, workload_key
 
 WORKLOADS_FILE = "workloads.jsonl"
 RECORDS_FILE = "records.jsonl"
+SELECTIONS_FILE = "selections.jsonl"
 _RECORD_FIELDS = ("workload", "task_name", "target", "trace", "run_secs", "error", "candidate",
                   "versions", "timestamp")  # fmt: skip
 
@@ -189,10 +196,14 @@ class Database:
         self._workloads: dict[str, WorkloadEntry] = {}
         self._records: list[TuningRecord] = []
         self._candidates: set[tuple[str, str, str]] = set()
+        self._counts: dict[tuple[str, str], int] = {}  # (workload, target) -> records
+        self._selections: dict[tuple[str, str], dict] = {}  # (workload, target) -> latest line
         for line, data in _read_lines(self.work_dir / WORKLOADS_FILE):
             self._load_workload(line, data)
         for line, data in _read_lines(self.work_dir / RECORDS_FILE):
             self._load_record(line, data)
+        for line, data in _read_lines(self.work_dir / SELECTIONS_FILE):
+            self._load_selection(line, data)
 
     def __repr__(self) -> str:
         counts = f"{len(self._workloads)} workloads, {len(self)} records"
@@ -226,6 +237,27 @@ class Database:
         _append(self.work_dir / RECORDS_FILE, record.to_json())
         self._add(record)
 
+    def commit_selection(self, workload: str | PrimFunc, target, candidate: str | None,
+                         in_model_secs=(), context: str = "") -> None:  # fmt: skip
+        """Choose the record `candidate` (a candidate_key of a successful record) as the best
+        of `workload` on `target`, for its time inside a model (`in_model_secs`, measured in
+        `context`: the model's name); None undoes a choice. The choice holds until a record
+        of the workload is added."""
+        key, target = _key(workload), _target_str(target)
+        if candidate is not None and not any(
+            r.ok and r.candidate == candidate for r in self.records(key, target)
+        ):
+            raise DatabaseError(
+                f"commit_selection: workload {key[:16]}... has no successful record of "
+                f"candidate {candidate!r} on this target"
+            )
+        data = {"workload": key, "target": target, "candidate": candidate,
+                "records": self._counts.get((key, target), 0),
+                "in_model_secs": [float(s) for s in in_model_secs], "context": str(context),
+                "timestamp": time.time()}  # fmt: skip
+        _append(self.work_dir / SELECTIONS_FILE, data)
+        self._selections[(key, target)] = data
+
     # -- reading --------------------------------------------------------------------------------
     def workloads(self) -> list[WorkloadEntry]:
         return list(self._workloads.values())
@@ -245,20 +277,30 @@ class Database:
         return sorted(ok, key=lambda r: r.median_secs)[:k]
 
     def query_best(self, workload: str | PrimFunc, target) -> TuningRecord | None:
-        """The fastest successful record of `workload` (a PrimFunc or its key) on `target`."""
+        """The record chosen for `workload` (a PrimFunc or its key) on `target` by its time in
+        a model (`selected`), else its fastest successful record."""
+        chosen = self.selected(workload, target)
+        if chosen is not None:
+            return chosen
         best = self.get_top_k(workload, target, 1)
         return best[0] if best else None
 
+    def selected(self, workload: str | PrimFunc, target) -> TuningRecord | None:
+        """The record `commit_selection` chose for `workload` on `target`, while it holds
+        (no record of the workload added since); else None."""
+        key, target = _key(workload), _target_str(target)
+        choice = self._selections.get((key, target))
+        if choice is None or choice["candidate"] is None:
+            return None
+        if choice["records"] != self._counts.get((key, target), 0):
+            return None  # tuned again since: the choice was among fewer candidates
+        return next((r for r in self.records(key, target)
+                     if r.ok and r.candidate == choice["candidate"]), None)  # fmt: skip
+
     def query_schedule(self, func: PrimFunc, target):
         """The best trace replayed on a fresh `Schedule(func, target=target)`, or None."""
-        from schedlab.schedule.schedule import Schedule
-
         best = self.query_best(func, target)
-        if best is None:
-            return None
-        sch = Schedule(func, target=Target(target), debug=False)
-        Trace.from_json(best.trace).apply_to_schedule(sch)
-        return sch
+        return None if best is None else replay(best, func, target)
 
     def has_candidate(self, workload: str | PrimFunc, target, candidate: str) -> bool:
         """Whether this candidate (a `candidate_key`) was measured already, failed or not."""
@@ -288,9 +330,34 @@ class Database:
             )
         self._add(record)
 
+    def _load_selection(self, where: str, data) -> None:
+        valid = (
+            isinstance(data, dict)
+            and all(isinstance(data.get(name), str) for name in ("workload", "target"))
+            and isinstance(data.get("records"), int)
+            and isinstance(data.get("candidate", 0), (str, type(None)))
+        )
+        if not valid:
+            raise DatabaseError(
+                f"{where}: expected a selection {{workload, target, candidate, records}}, "
+                f"got {data!r:.80}"
+            )
+        self._selections[(data["workload"], data["target"])] = data
+
     def _add(self, record: TuningRecord) -> None:
         self._records.append(record)
         self._candidates.add((record.workload, record.target, record.candidate))
+        where = (record.workload, record.target)
+        self._counts[where] = self._counts.get(where, 0) + 1
+
+
+def replay(record: TuningRecord, func: PrimFunc, target):
+    """`record`'s trace replayed on a fresh `Schedule(func, target=target)`."""
+    from schedlab.schedule.schedule import Schedule
+
+    sch = Schedule(func, target=Target(target), debug=False)
+    Trace.from_json(record.trace).apply_to_schedule(sch)
+    return sch
 
 
 def _key(workload: str | PrimFunc) -> str:
@@ -348,4 +415,4 @@ def _append(path: Path, data: dict) -> None:
         os.close(fd)
 
 
-__all__ = ["Database", "DatabaseError", "TuningRecord", "WorkloadEntry", "candidate_key"]
+__all__ = ["Database", "DatabaseError", "TuningRecord", "WorkloadEntry", "candidate_key", "replay"]

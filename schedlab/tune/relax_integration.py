@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections import Counter
 
 from schedlab.dlight.base import SCHEDULED_ATTR, is_scheduled
 from schedlab.errors import LoweringError, SchedlabError
@@ -55,17 +54,22 @@ def extract_tasks(mod: IRModule, target: str | Target = "cpu") -> list[TuneTask]
 def tasks_of(mod: IRModule, target: str | Target = "cpu") -> list[TuneTask]:
     """`extract_tasks` on a module already through the pre-schedule passes (no pass is run)."""
     target = Target(target)
-    first: dict[str, tuple[str, PrimFunc]] = {}  # key -> (callee name, task function)
-    weights: Counter[str] = Counter()
+    return [
+        TuneTask(callees[0], workload_func(mod[callees[0]]), target, len(callees), key)
+        for key, callees in callees_by_workload(mod).items()
+    ]
+
+
+def callees_by_workload(mod: IRModule) -> dict[str, list[str]]:
+    """The unscheduled kernels `call_tir` calls in `mod` (through the pre-schedule passes),
+    grouped by workload key: key -> callee names, one per call site, in module then program
+    order. Kernels marked "tir.is_scheduled" are left out."""
+    groups: dict[str, list[str]] = {}
     for callee in call_tir_callees(mod):
         func = mod.get(callee)
-        if not isinstance(func, PrimFunc) or is_scheduled(func):
-            continue
-        task_func = workload_func(func)
-        key = workload_key(task_func)
-        first.setdefault(key, (callee, task_func))
-        weights[key] += 1
-    return [TuneTask(name, func, target, weights[key], key) for key, (name, func) in first.items()]
+        if isinstance(func, PrimFunc) and not is_scheduled(func):
+            groups.setdefault(workload_key(workload_func(func)), []).append(callee)
+    return groups
 
 
 def workload_func(func: PrimFunc) -> PrimFunc:
@@ -204,6 +208,7 @@ __all__ = [
     "ApplyDatabase",
     "TuneIRModule",
     "call_tir_callees",
+    "callees_by_workload",
     "extract_tasks",
     "open_database",
     "tasks_of",

@@ -1,4 +1,5 @@
-"""The tuning database: records round trip, queries, resuming, torn lines, bad input."""
+"""The tuning database: records round trip, queries, resuming, torn lines, bad input, and the
+in-model selections that query_best honours until the workload is tuned again."""
 
 import json
 import math
@@ -10,6 +11,7 @@ from schedlab.schedule.schedule import Schedule
 from schedlab.target import Target
 from schedlab.tune.database import (
     RECORDS_FILE,
+    SELECTIONS_FILE,
     WORKLOADS_FILE,
     Database,
     DatabaseError,
@@ -160,3 +162,50 @@ def test_unreadable_file_is_named(tmp_path):
     (folder / WORKLOADS_FILE).mkdir(parents=True)  # unreadable as a file, even for root
     with pytest.raises(DatabaseError, match=r"cannot read .*workloads.jsonl: Is a directory"):
         Database(folder)
+
+
+# -- selections (schedlab.tune.in_model) --------------------------------------------------------
+def test_a_selection_is_the_best_until_the_workload_is_tuned_again(db, tmp_path):
+    fast, slow = _record(4, secs=(1e-6,)), _record(8, secs=(2e-6,))
+    db.commit_record(fast)
+    db.commit_record(slow)
+    assert db.query_best(GEMM, TARGET) == fast and db.selected(GEMM, TARGET) is None
+    db.commit_selection(GEMM, TARGET, slow.candidate, [3e-6], "a model")
+    assert db.query_best(GEMM, TARGET) == slow and db.selected(GEMM, TARGET) == slow
+    assert db.get_top_k(GEMM, TARGET, 2) == [fast, slow]  # the search still ranks by time alone
+    assert db.query_schedule(GEMM, TARGET).trace.as_json() == slow.trace
+    # resumed from disk: the choice holds
+    again = Database(tmp_path / "db")
+    assert again.query_best(workload_key(GEMM), TARGET) == slow
+    line = json.loads((tmp_path / "db" / SELECTIONS_FILE).read_text().splitlines()[-1])
+    assert line["candidate"] == slow.candidate and line["records"] == 2
+    assert line["in_model_secs"] == [3e-6] and line["context"] == "a model"
+    # another target's records are unaffected
+    assert db.query_best(GEMM, "cuda") is None
+    # a new record of the workload: the choice was made among fewer candidates, so it lapses
+    again.commit_record(_record(16, secs=(5e-6,)))
+    assert again.selected(GEMM, TARGET) is None and again.query_best(GEMM, TARGET) == fast
+    assert Database(tmp_path / "db").query_best(GEMM, TARGET) == fast
+
+
+def test_a_null_selection_undoes_the_choice(db, tmp_path):
+    fast, slow = _record(4, secs=(1e-6,)), _record(8, secs=(2e-6,))
+    db.commit_record(fast)
+    db.commit_record(slow)
+    db.commit_selection(GEMM, TARGET, slow.candidate)
+    db.commit_selection(GEMM, TARGET, None)
+    assert db.query_best(GEMM, TARGET) == fast
+    assert Database(tmp_path / "db").query_best(GEMM, TARGET) == fast  # the latest line wins
+
+
+def test_selection_errors(db, tmp_path):
+    failed = _record(4, secs=None, error="run: crashed")
+    db.commit_record(failed)
+    with pytest.raises(DatabaseError, match="no successful record of candidate"):
+        db.commit_selection(GEMM, TARGET, failed.candidate)
+    with pytest.raises(DatabaseError, match="no successful record of candidate 'nope'"):
+        db.commit_selection(GEMM, TARGET, "nope")
+    assert not (tmp_path / "db" / SELECTIONS_FILE).exists()  # nothing written
+    (tmp_path / "db" / SELECTIONS_FILE).write_text('{"workload": 3}\n')
+    with pytest.raises(DatabaseError, match=r"selections.jsonl:1: expected a selection"):
+        Database(tmp_path / "db")
