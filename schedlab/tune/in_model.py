@@ -31,8 +31,8 @@ import statistics
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.transform import Sequential
@@ -89,8 +89,9 @@ class SelectionResult:
             in_model = f"{c.in_model_secs[0] * 1e3:.3f} -> {c.in_model_secs[c.chosen] * 1e3:.3f}"
             lines.append(f"  {c.name:<{width}}  {alone:<24}  {in_model}")
         if self.base_secs and self.selected_secs:
-            base, chosen = (statistics.median(s) * 1e3 for s in (self.base_secs, self.selected_secs))
-            verdict = "stored" if self.stored else "not stored: no faster than the standalone winners"
+            base = statistics.median(self.base_secs) * 1e3
+            chosen = statistics.median(self.selected_secs) * 1e3
+            verdict = "stored" if self.stored else "not stored: not faster than the standalone best"
             lines.append(f"  model: {base:.2f} ms with the standalone winners, {chosen:.2f} ms "
                          f"with the choices (medians); {verdict}")  # fmt: skip
         return "\n".join(lines)
