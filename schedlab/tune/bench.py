@@ -5,8 +5,9 @@ Cases (the goals of the tuner issue, TVM MetaSchedule's figures in brackets):
   gemm     gemm 1024^3 fp32, 64 trials: >= 0.9x numpy (0.69x), tuning <= 90 s on 2 cores
   dense    dense + bias + ReLU 1024: >= 1.0x numpy (1.0x)
   softmax  softmax over rows, 4096 x 1024: >= 1.3x numpy (1.27x)
-  models   the onnx package's light_squeezenet and light_resnet50, 64 trials per task:
-           >= 1.0x onnxruntime
+  models   the onnx package's light_squeezenet and light_resnet50, 64 trials per task, then
+           each kernel chosen among its 4 fastest by its time in the model (as `schedlab tune`
+           does; --select-in-model): >= 1.0x onnxruntime
   cost-model  the learned cost model's held-out Spearman rank correlation on measured random
            gemm and conv2d schedules: >= 0.85 (`python -m schedlab.tune.bench_model`, run last);
            with `models` in the same run, also on the candidates their tuning measured (the
@@ -16,6 +17,7 @@ Every tuned kernel is checked against the numpy reference before it is timed.
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -56,6 +58,10 @@ def add_bench_tune_parser(commands) -> None:
                        "for the models)")  # fmt: skip
     bench.add_argument("--work-dir", default=None, help="keep the records here (default: a "
                        "temporary folder, so every run tunes afresh)")  # fmt: skip
+    bench.add_argument("--select-in-model", type=int, default=4, metavar="K",
+                       help="after a model's tuning, choose each kernel among its K fastest "
+                       "schedules by its time in the model (default 4, as `schedlab tune`; "
+                       "0: off)")  # fmt: skip
     bench.add_argument("--seed", type=int, default=0)
 
 
@@ -78,7 +84,8 @@ def run_tune_bench(args) -> int:
                 continue  # last: it sets OpenMP's environment for its own measurements
             if case in ("models", *MODELS):
                 for name in MODELS if case == "models" else [case]:
-                    results.append(bench_model(name, target, args.trials, root / name, args.seed))
+                    results.append(bench_model(name, target, args.trials, root / name,
+                                               args.seed, args.select_in_model))  # fmt: skip
                     models.append(name)
             else:
                 results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
@@ -163,11 +170,14 @@ def _check(kernel, args, reference, num_outputs: int) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
 
 
-def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:
-    """Tune every kernel of an onnx-package model, compile it with the records, and time it
-    next to onnxruntime (outputs compared first)."""
+def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: int,
+                select_top_k: int = 4) -> CaseResult:  # fmt: skip
+    """Tune every kernel of an onnx-package model, choose among each one's `select_top_k`
+    fastest in the model (0: not), compile it with the records, and time it next to
+    onnxruntime (outputs compared first)."""
     from schedlab.run import load, run_model
 
+    from .in_model import select_in_model
     from .relax_integration import extract_tasks
     from .tuner import tune_tasks
 
@@ -179,9 +189,25 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
     result = tune_tasks(tasks, work_dir, trials * len(tasks), max_trials_per_task=trials,
                         seed=seed)  # fmt: skip
     tuning_s = time.perf_counter() - started
+    selected = ""
+    if select_top_k:
+        selection = select_in_model(mod, target, result.database, top_k=select_top_k, seed=seed,
+                                    context=name)  # fmt: skip
+        selected = "; " + _selection_note(selection)
     report = run_model(str(path), str(target), database=result.database)
     ratio = report.onnxruntime.median / report.schedlab.median
     detail = (f"schedlab {report.schedlab.median * 1e3:.2f} ms, onnxruntime "
               f"{report.onnxruntime.median * 1e3:.2f} ms (medians), max abs diff "
-              f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s")  # fmt: skip
-    return CaseResult(name, ratio, MODELS[name], tuning_s, detail)
+              f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s{selected}")  # fmt: skip
+    return CaseResult(name, ratio, MODELS[name], time.perf_counter() - started, detail)
+
+
+def _selection_note(selection) -> str:
+    """One line of what the in-model selection changed, for a bench case's detail."""
+    if not selection.base_secs:
+        return f"in-model selection ({selection.seconds:.0f} s): nothing changed"
+    base = statistics.median(selection.base_secs) * 1e3
+    chosen = statistics.median(selection.selected_secs) * 1e3
+    kept = "stored" if selection.stored else "not stored"
+    return (f"in-model selection ({selection.seconds:.0f} s): {len(selection.changed)} of "
+            f"{len(selection.choices)} tasks changed, {base:.2f} -> {chosen:.2f} ms, {kept}")

@@ -4,6 +4,11 @@ A workload name tunes that one kernel (sizes from --size); an .onnx path imports
 tunes its kernels together (--trials is then per task, as TVM's max_trials_per_task, and the
 global budget is trials x tasks). The run prints a progress bar and the summary table; Ctrl-C
 stops it cleanly (what was measured stays in the work dir, and the same command resumes).
+
+After a model's tuning, each kernel's schedule is chosen among its --select-in-model fastest
+records (default 4; 0: off) by its time inside the compiled model (`select_in_model`), and the
+choices are stored when the whole model runs faster with them; `schedlab run --database` and
+`schedlab.compile(database=...)` then take them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ def add_tune_parser(commands) -> None:
                       "CPU caches, as a model's layer meets its weights: 'all' kernels (the "
                       "flag alone), 'auto' (the kernels whose constant weights outgrow the "
                       "cores' L2 caches) or 'none' (the default: warm)")  # fmt: skip
+    tune.add_argument("--select-in-model", type=int, default=4, metavar="K",
+                      help="after a model's tuning, choose each kernel among its K fastest "
+                      "schedules by its time in the compiled model (default 4; 0: off)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
@@ -57,8 +65,11 @@ def add_tune_parser(commands) -> None:
 def run_tune_command(args) -> None:
     from .tuner import check_flush_cache
 
+    if args.select_in_model < 0 or args.select_in_model == 1:
+        raise ValueError(f"tune: --select-in-model must be 0 (off) or a count >= 2, got "
+                         f"{args.select_in_model}")  # fmt: skip
     target = Target(args.target)
-    tasks, name = _tasks(args, target)
+    tasks, name, mod = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")
     flush_cache = _FLUSH_CHOICES[args.flush_cache]
     check_flush_cache(tasks, flush_cache)
@@ -69,6 +80,14 @@ def run_tune_command(args) -> None:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         result = _tune(args, tasks, work_dir, budget, stop, flush_cache)
+        if mod is not None and args.select_in_model and not result.stopped:
+            from .in_model import select_in_model
+
+            print(f"choosing among each kernel's {args.select_in_model} fastest schedules by "
+                  "their time in the model")  # fmt: skip
+            selection = select_in_model(mod, target, result.database, context=name,
+                                        top_k=args.select_in_model, stop=stop)  # fmt: skip
+            result.stopped = selection.stopped
     finally:
         signal.signal(signal.SIGINT, previous)
     if result.stopped:
@@ -107,6 +126,7 @@ def _is_model(what: str) -> bool:
 
 
 def _tasks(args, target):
+    """(tasks, run name, the model's IRModule or None for a workload)."""
     from .task import TuneTask
 
     if _is_model(args.what):
@@ -115,7 +135,7 @@ def _tasks(args, target):
         from .relax_integration import extract_tasks
 
         _, mod = load(args.what, parse_shapes(args.shape))
-        return extract_tasks(mod, target), Path(args.what).stem
+        return extract_tasks(mod, target), Path(args.what).stem, mod
     from schedlab import workloads
     from schedlab.bench import parse_sizes
 
@@ -124,4 +144,4 @@ def _tasks(args, target):
         raise ValueError(f"tune: {args.what!r} is neither a workload ({known}) nor an .onnx file")
     sizes = parse_sizes(workloads.spec(args.what), args.size)
     func, _ = workloads.get(args.what, **sizes)
-    return [TuneTask(args.what, func, target)], args.what
+    return [TuneTask(args.what, func, target)], args.what, None

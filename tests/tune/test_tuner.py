@@ -115,7 +115,8 @@ def test_tuning_can_time_with_flushed_caches(gemm, tmp_path):
     assert check_flush_cache([gpu], "auto") == "auto"  # auto: only where the host can flush
     with pytest.raises(ValueError, match="flush_cache: expected True, False or 'auto'"):
         check_flush_cache([task], "cold")
-    with pytest.raises(ValueError, match="flush_cache is for CPU targets; the tasks' target is cuda"):
+    with pytest.raises(ValueError, match="flush_cache is for CPU targets; the tasks' target is "
+                       "cuda"):  # fmt: skip
         check_flush_cache([gpu], True)
     result = tune_tasks([task], tmp_path, 4, flush_cache=True, **FAST)
     records = result.database.records()
@@ -206,6 +207,7 @@ def test_cli_tunes_a_model_and_run_uses_the_records(tmp_path):
     assert "tuning 1 task(s) for cpu: " in out and "fused_matmul_add_nn_relu" in out
     assert "(caches flushed before each call)" in out
     assert len(Database(work)) == 4
+    assert "in-model selection: 1 task(s) with several candidates" in out  # after the tuning
     run = _cli("run", str(model), "--database", str(work), "--repeat", "2")
     out, _ = run.communicate(timeout=300)
     assert run.returncode == 0, out
@@ -249,7 +251,8 @@ def test_bench_tune_names_its_cases_models_included():
 
     from schedlab.tune.bench import run_tune_bench
 
-    args = argparse.Namespace(only="light_resnet50,speed", trials=1, work_dir=None, seed=0)
+    args = argparse.Namespace(only="light_resnet50,speed", trials=1, work_dir=None, seed=0,
+                              select_in_model=4)
     with pytest.raises(ValueError, match="unknown case.*speed; known: gemm, dense, softmax, "
                        "models, light_squeezenet, light_resnet50, cost-model"):  # fmt: skip
         run_tune_bench(args)
@@ -267,3 +270,14 @@ def test_cli_flush_cache_choices():
     assert parsed("--flush-cache", "auto") == "auto" and parsed("--flush-cache", "none") is False
     with pytest.raises(SystemExit):
         parsed("--flush-cache", "cold")
+
+
+def test_cli_select_in_model_takes_zero_or_a_count_of_two_or_more():
+    from schedlab.cli import _parser
+    from schedlab.tune.command import run_tune_command
+
+    assert _parser().parse_args(["tune", "m.onnx"]).select_in_model == 4
+    args = _parser().parse_args(["tune", "m.onnx", "--select-in-model", "1"])
+    with pytest.raises(ValueError, match="--select-in-model must be 0 .off. or a count >= 2, "
+                       "got 1"):  # fmt: skip
+        run_tune_command(args)
