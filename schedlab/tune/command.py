@@ -57,7 +57,7 @@ def add_tune_parser(commands) -> None:
                       "cores' L2 caches) or 'none' (the default: warm)")  # fmt: skip
     tune.add_argument("--select-in-model", type=int, default=4, metavar="K",
                       help="after a model's tuning, choose each kernel among its K fastest "
-                      "schedules by its time in the compiled model (default 4; 0: off)")  # fmt: skip
+                      "schedules by their time in the model (default 4; 0: off)")  # fmt: skip
     tune.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="the shape of a model input with dynamic dimensions")  # fmt: skip
 
