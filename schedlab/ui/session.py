@@ -231,11 +231,12 @@ class ExplorerSession:
             work_dir = action.get("work_dir")
             if work_dir is not None and not isinstance(work_dir, str):
                 raise TP.TuneInputError(f"the folder must be text, got {work_dir!r}")
-            tasks, what = TP.tasks_for(self.model, action.get("scope") or "all",
-                                       self.model.target if target == self.model.target.kind
-                                       else target)  # fmt: skip
+            scope = action.get("scope") or "all"
+            tasks, what = TP.tasks_for(self.model, scope, self.model.target
+                                       if target == self.model.target.kind else target)  # fmt: skip
             self.tune.start(tasks, what, target, action.get("trials", TP.DEFAULT_TRIALS),
-                            action.get("per_batch", TP.DEFAULT_PER_BATCH), work_dir)  # fmt: skip
+                            action.get("per_batch", TP.DEFAULT_PER_BATCH), work_dir,
+                            TP.graph_for(self.model, scope))  # fmt: skip
 
         self._tune_request(start)
 

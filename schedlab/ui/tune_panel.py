@@ -18,6 +18,10 @@ event fires, so an "Open" always finds the trace it shows.
 Each run has its own work_dir: a fresh folder under a temporary root the controller owns (and
 removes on close), or one the user names (kept). Resuming points `tune_tasks` at the same
 folder, which counts the stored trials and measures none of them again.
+
+A run of all the kernels of a graph model ends as `schedlab tune model.onnx` does: each kernel's
+schedule is chosen among its `select_top_k` fastest by its time inside the compiled model
+(`select_in_model`), and the status line then says what changed; Stop ends that step too.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -37,6 +42,7 @@ from schedlab.ir.function import PrimFunc
 
 DEFAULT_TRIALS = 64
 DEFAULT_PER_BATCH = 16
+SELECT_TOP_K = 4  # the in-model choice after a model's run, as `schedlab tune model.onnx`
 TOP_K = 5
 UPDATE_INTERVAL_S = 0.5
 TOP_REFRESH_S = 1.0  # while a run goes on, re-read its records at most this often
@@ -65,6 +71,7 @@ class TuneJob:
     work_dir: Path
     trials: int
     per_batch: int
+    graph: object = None  # the graph model whose kernels these are, all of them, or None
 
 
 # -- what to tune ----------------------------------------------------------------------------------
@@ -83,7 +90,8 @@ def scope_choices(model) -> list[dict]:
 
 def tasks_for(model, scope: str, target) -> tuple[list, str]:
     """(TuneTasks, what they are in words) for `scope` "all" or "function". A graph model's
-    kernels come from `extract_tasks` (weighted by call count), as `schedlab tune` makes them."""
+    kernels come from `extract_tasks` (weighted by call count), as `schedlab tune` makes them;
+    `graph_for` says whether the run then chooses among them in the model."""
     from schedlab.target import Target
     from schedlab.tune.task import TuneTask
 
@@ -105,6 +113,12 @@ def tasks_for(model, scope: str, target) -> tuple[list, str]:
         return tasks, f"{model.func_name} of {model.source}"
     what = model.source if len(tasks) == 1 else f"{len(tasks)} kernels of {model.source}"
     return tasks, what
+
+
+def graph_for(model, scope: str):
+    """The graph model a run of `scope` chooses its kernels in after tuning (all of a graph
+    model's kernels), else None."""
+    return model.graph_module if scope == "all" else None
 
 
 def kernel_key(func: PrimFunc) -> tuple[str, str]:
@@ -154,10 +168,12 @@ class TuneController:
 
     def __init__(self, on_update: Callable[[], None] | None = None, *,
                  tune_fn: Callable | None = None, options: dict | None = None,
-                 interval: float = UPDATE_INTERVAL_S, top_k: int = TOP_K):  # fmt: skip
+                 interval: float = UPDATE_INTERVAL_S, top_k: int = TOP_K,
+                 select_top_k: int = SELECT_TOP_K):  # fmt: skip
         self.on_update = on_update
         self.options = dict(options or {})
         self.top_k = top_k
+        self.select_top_k = select_top_k  # 0: no in-model choice after a model's run
         self._tune_fn = tune_fn
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -172,6 +188,8 @@ class TuneController:
         self.error = ""  # why the last request was refused (bad input)
         self._tasks: dict[str, dict] = {}
         self._last = None  # the last TrialEvent
+        self._selecting = False  # choosing the kernels in the model, after the trials
+        self.selection = None  # the last run's SelectionResult (schedlab.tune.in_model)
         self._top: tuple = (None, 0.0, None, [])  # (records file size, read at, db, entries)
         self.update_errors: list[Exception] = []
 
@@ -180,14 +198,16 @@ class TuneController:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, tasks, what: str, target, trials, per_batch, work_dir: str | None = None):
-        """Start a new run of `tasks` (a fresh folder unless `work_dir` names one)."""
+    def start(self, tasks, what: str, target, trials, per_batch, work_dir: str | None = None,
+              graph=None):  # fmt: skip
+        """Start a new run of `tasks` (a fresh folder unless `work_dir` names one); `graph`,
+        the model they are all the kernels of, is where they are chosen in after the trials."""
         trials, per_batch = count(trials, "trials"), count(per_batch, "trials per batch")
         if not tasks:
             raise TuneInputError(f"{what} has no kernel left to tune")
         named = (work_dir or "").strip()
         folder = Path(named).expanduser() if named else self._new_folder()
-        self._launch(TuneJob(tuple(tasks), what, str(target), folder, trials, per_batch))
+        self._launch(TuneJob(tuple(tasks), what, str(target), folder, trials, per_batch, graph))
 
     def resume(self, trials=None, per_batch=None) -> None:
         """Go on with the last run's tasks and folder (to `trials` in all, when given)."""
@@ -198,11 +218,18 @@ class TuneController:
         per_batch = job.per_batch if per_batch in (None, "") else count(
             per_batch, "trials per batch")  # fmt: skip
         stored = sum(t["trials"] for t in self._tasks.values())
-        if trials <= stored:
+        if trials <= stored and not self._choice_left(job):
             raise TuneInputError(
                 f"the run already holds {stored} trials: set trials above {stored} to go on"
             )
-        self._launch(TuneJob(job.tasks, job.what, job.target, job.work_dir, trials, per_batch))
+        self._launch(TuneJob(job.tasks, job.what, job.target, job.work_dir, trials, per_batch,
+                             job.graph))  # fmt: skip
+
+    def _choice_left(self, job: TuneJob) -> bool:
+        """Whether the run was stopped in its in-model choice (which Resume then redoes)."""
+        chooses = job.graph is not None and self.select_top_k >= 2
+        return chooses and self.status == "stopped" and self.selection is not None and (
+            self.selection.stopped)  # fmt: skip
 
     def stop(self) -> None:
         """Ask the run to end after the candidate being measured (it can be resumed)."""
@@ -221,6 +248,7 @@ class TuneController:
         tasks, db = self._stored(job)
         with self._lock:
             self.job, self._tasks, self._last = job, tasks, None
+            self._selecting, self.selection = False, None
             self.status, self.reason, self.error = "running", "", ""
             self._top = (_file_size(job.work_dir), time.monotonic(), db, self._top_entries(db, job))
         self._stop = threading.Event()
@@ -263,10 +291,30 @@ class TuneController:
             result = tune(list(job.tasks), job.work_dir, job.trials,
                           num_trials_per_iter=job.per_batch, on_event=self._on_event, stop=stop,
                           **options)  # fmt: skip
+            stopped = result.stopped or self._select(job, result.database, stop)
         except Exception as err:  # whatever ends the run, the panel says why
             self._finish("failed", reason=_one_line(err))
         else:
-            self._finish("stopped" if result.stopped else "done", result.summaries)
+            self._finish("stopped" if stopped else "done", result.summaries)
+
+    def _select(self, job: TuneJob, database, stop: threading.Event) -> bool:
+        """After a graph model's trials: its kernels chosen in the model. True when stopped."""
+        if job.graph is None or self.select_top_k < 2:
+            return False
+        from schedlab.tune.in_model import select_in_model
+
+        with self._lock:
+            self._selecting = True
+        self._notify(now=True)
+        try:
+            selection = select_in_model(job.graph, job.target, database, context=job.what,
+                                        top_k=self.select_top_k, stop=stop, progress=False,
+                                        log=None)  # fmt: skip
+        finally:
+            with self._lock:
+                self._selecting = False
+        self.selection = selection
+        return selection.stopped
 
     def _on_event(self, event) -> None:
         with self._lock:
@@ -316,6 +364,7 @@ class TuneController:
                 "progress": {"trial": trial, "trials": job.trials if job else 0,
                              "eta_s": last.eta_s if last is not None else None},
                 "tasks": tasks, "top": top,
+                "selection": None if self.selection is None else self.selection.table(),
             }  # fmt: skip
 
     def _status_text(self, trial: int) -> str:
@@ -327,8 +376,11 @@ class TuneController:
         if self.status == "stopping":
             return f"stopping after the current candidate (trial {trial}/{job.trials})…"
         best = self._best_text()
+        if self._selecting:
+            return (f"{trial} trials{best}; choosing each kernel among its {self.select_top_k} "
+                    "fastest by its time in the model…")  # fmt: skip
         if self.status == "done":
-            return f"done: {trial} trials{best}"
+            return f"done: {trial} trials{best}{selection_text(self.selection)}"
         if self.status == "stopped":
             return f"stopped at trial {trial}/{job.trials}{best}; Resume goes on"
         if last is None:
@@ -462,6 +514,19 @@ def _file_size(work_dir: Path) -> int:
 def _one_line(err: Exception) -> str:
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
+
+
+def selection_text(selection) -> str:
+    """What the in-model choice changed, for the status line ("" when there was none)."""
+    if selection is None or selection.stopped:
+        return ""
+    if not selection.base_secs:
+        return " · in the model: every kernel's fastest alone is kept"
+    base = statistics.median(selection.base_secs)
+    chosen = statistics.median(selection.selected_secs)
+    kept = "kept" if selection.stored else "not kept: the model was not faster"
+    return (f" · in the model: {len(selection.changed)} of {len(selection.choices)} kernels "
+            f"changed, {seconds_text(base)} -> {seconds_text(chosen)} ({kept})")
 
 
 def seconds_text(seconds: float | None) -> str:

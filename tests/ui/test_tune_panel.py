@@ -292,11 +292,52 @@ def test_a_graph_model_tunes_its_kernels_and_opens_the_right_one():
         tune_state = _wait(session)
         assert {t["name"] for t in tune_state["tasks"]} == {t.name for t in tasks}
         assert all(len(t["points"]) >= 1 for t in tune_state["tasks"])
+        # then each kernel chosen among its (2) records by its time in the model
+        assert tune_state["status"] == "done" and " · in the model: " in tune_state["text"]
+        assert tune_state["selection"].startswith(
+            f"in-model selection: {len(tasks)} task(s) with several candidates")  # fmt: skip
         last = tune_state["top"][-1]  # a kernel that is not the open one
         state = _act(session, "tune_open", task=last["task"], candidate=last["candidate"])
         assert state["tune"]["error"] == "" and state["branch"] == f"tuned-{last['rank']}"
         assert TP.kernel_key(session.model.module[state["func"]])[1] in {
             t.workload for t in tasks if t.name == last["task"]}  # fmt: skip
+    finally:
+        session.close()
+
+
+def test_stop_in_the_in_model_choice_then_resume_redoes_it(monkeypatch):
+    """Stop during the choice after a model's trials: the run is stopped with nothing chosen;
+    Resume (all trials stored) measures nothing and makes the choice again."""
+    pytest.importorskip("onnx")
+    from schedlab.tune import in_model
+    from tests.relax.test_end_to_end import mlp_model
+
+    started, calls = threading.Event(), []
+
+    def select(graph, target, database, *, stop, **options):
+        calls.append(options["top_k"])
+        started.set()
+        stopped = stop.wait(10) if len(calls) == 1 else False
+        return in_model.SelectionResult(stopped=stopped)
+
+    monkeypatch.setattr(in_model, "select_in_model", select)
+    tuner = FakeTuner()
+    tune = TP.TuneController(tune_fn=tuner, interval=0.05, select_top_k=3)
+    session = ExplorerSession(ExplorerModel(), tune=tune)
+    try:
+        session.model.load_onnx(mlp_model())
+        tasks, _ = TP.tasks_for(session.model, "all", "cpu")
+        _act(session, "tune_start", trials=len(tasks), per_batch=2)
+        assert started.wait(10)
+        assert "choosing each kernel among its 3 fastest" in session.state()["tune"]["text"]
+        _act(session, "tune_stop")
+        stopped = _wait(session)
+        assert stopped["status"] == "stopped" and stopped["can_resume"]
+        measured = tuner.measured
+        resumed = _act(session, "tune_resume")["tune"]
+        assert resumed["error"] == ""
+        done = _wait(session)
+        assert done["status"] == "done" and calls == [3, 3] and tuner.measured == measured
     finally:
         session.close()
 
