@@ -209,5 +209,7 @@ def _selection_note(selection) -> str:
     base = statistics.median(selection.base_secs) * 1e3
     chosen = statistics.median(selection.selected_secs) * 1e3
     kept = "stored" if selection.stored else "not stored"
-    return (f"in-model selection ({selection.seconds:.0f} s): {len(selection.changed)} of "
-            f"{len(selection.choices)} tasks changed, {base:.2f} -> {chosen:.2f} ms, {kept}")
+    return (
+        f"in-model selection ({selection.seconds:.0f} s): {len(selection.changed)} of "
+        f"{len(selection.choices)} tasks changed, {base:.2f} -> {chosen:.2f} ms, {kept}"
+    )

@@ -525,8 +525,10 @@ def selection_text(selection) -> str:
     base = statistics.median(selection.base_secs)
     chosen = statistics.median(selection.selected_secs)
     kept = "kept" if selection.stored else "not kept: the model was not faster"
-    return (f" · in the model: {len(selection.changed)} of {len(selection.choices)} kernels "
-            f"changed, {seconds_text(base)} -> {seconds_text(chosen)} ({kept})")
+    return (
+        f" · in the model: {len(selection.changed)} of {len(selection.choices)} kernels "
+        f"changed, {seconds_text(base)} -> {seconds_text(chosen)} ({kept})"
+    )
 
 
 def seconds_text(seconds: float | None) -> str:

@@ -251,8 +251,9 @@ def test_bench_tune_names_its_cases_models_included():
 
     from schedlab.tune.bench import run_tune_bench
 
-    args = argparse.Namespace(only="light_resnet50,speed", trials=1, work_dir=None, seed=0,
-                              select_in_model=4)
+    args = argparse.Namespace(
+        only="light_resnet50,speed", trials=1, work_dir=None, seed=0, select_in_model=4
+    )
     with pytest.raises(ValueError, match="unknown case.*speed; known: gemm, dense, softmax, "
                        "models, light_squeezenet, light_resnet50, cost-model"):  # fmt: skip
         run_tune_bench(args)
