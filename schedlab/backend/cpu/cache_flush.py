@@ -30,7 +30,8 @@ void sl_flush_lines(const void *data, size_t nbytes) {
   for (const char *p = start; p < end; p += 64) __builtin_ia32_clflush(p);
   __builtin_ia32_mfence();
 #elif defined(__aarch64__)
-  for (const char *p = start; p < end; p += 64) __asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
+  for (const char *p = start; p < end; p += 64)
+    __asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
   __asm__ volatile("dsb ish" ::: "memory");
 #else
 #error "schedlab's cache flush knows x86 and AArch64 only"
