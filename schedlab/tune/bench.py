@@ -17,7 +17,6 @@ Every tuned kernel is checked against the numpy reference before it is timed.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -73,6 +72,9 @@ def run_tune_bench(args) -> int:
     if unknown:
         raise ValueError(f"--only: unknown case(s) {', '.join(unknown)}; known: "
                          f"{', '.join(known)}")  # fmt: skip
+    from .in_model import check_top_k
+
+    check_top_k(args.select_in_model, "bench-tune: --select-in-model")
     target = Target("cpu")
     print(f"target: {target.describe()}")
     blas_note()
@@ -193,23 +195,10 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
     if select_top_k:
         selection = select_in_model(mod, target, result.database, top_k=select_top_k, seed=seed,
                                     context=name)  # fmt: skip
-        selected = "; " + _selection_note(selection)
+        selected = "; in-model selection: " + selection.summary()
     report = run_model(str(path), str(target), database=result.database)
     ratio = report.onnxruntime.median / report.schedlab.median
     detail = (f"schedlab {report.schedlab.median * 1e3:.2f} ms, onnxruntime "
               f"{report.onnxruntime.median * 1e3:.2f} ms (medians), max abs diff "
               f"{report.max_abs_diff:.2g}; tuning {tuning_s:.0f} s{selected}")  # fmt: skip
     return CaseResult(name, ratio, MODELS[name], time.perf_counter() - started, detail)
-
-
-def _selection_note(selection) -> str:
-    """One line of what the in-model selection changed, for a bench case's detail."""
-    if not selection.base_secs:
-        return f"in-model selection ({selection.seconds:.0f} s): nothing changed"
-    base = statistics.median(selection.base_secs) * 1e3
-    chosen = statistics.median(selection.selected_secs) * 1e3
-    kept = "stored" if selection.stored else "not stored"
-    return (
-        f"in-model selection ({selection.seconds:.0f} s): {len(selection.changed)} of "
-        f"{len(selection.choices)} tasks changed, {base:.2f} -> {chosen:.2f} ms, {kept}"
-    )

@@ -63,11 +63,10 @@ def add_tune_parser(commands) -> None:
 
 
 def run_tune_command(args) -> None:
+    from .in_model import check_top_k
     from .tuner import check_flush_cache
 
-    if args.select_in_model < 0 or args.select_in_model == 1:
-        raise ValueError(f"tune: --select-in-model must be 0 (off) or a count >= 2, got "
-                         f"{args.select_in_model}")  # fmt: skip
+    check_top_k(args.select_in_model, "tune: --select-in-model")
     target = Target(args.target)
     tasks, name, mod = _tasks(args, target)
     work_dir = Path(args.work_dir or f"tune_{name}")

@@ -75,6 +75,16 @@ class SelectionResult:
     def changed(self) -> list[TaskChoice]:
         return [c for c in self.choices if c.chosen != 0]
 
+    def summary(self) -> str:
+        """One line: how many tasks changed, the model before and after, whether stored."""
+        if not self.base_secs:
+            return f"nothing changed ({self.seconds:.0f} s)"
+        base = statistics.median(self.base_secs) * 1e3
+        chosen = statistics.median(self.selected_secs) * 1e3
+        kept = "stored" if self.stored else "not stored: the model was not faster"
+        return (f"{len(self.changed)} of {len(self.choices)} tasks changed, {base:.2f} -> "
+                f"{chosen:.2f} ms ({kept}; {self.seconds:.0f} s)")  # fmt: skip
+
     def table(self) -> str:
         """The tasks whose choice changed, and the model before and after."""
         lines = [f"in-model selection: {len(self.choices)} task(s) with several candidates, "
@@ -233,6 +243,12 @@ def _store(db: Database, target: Target, result: SelectionResult, context: str) 
             db.commit_selection(c.workload, target, None, (), context)
 
 
+def check_top_k(value, what: str) -> None:
+    """A front end's count of candidates to choose among: 0 (no choice) or at least 2."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == 1:
+        raise ValueError(f"{what} must be 0 (off) or a count >= 2, got {value!r}")
+
+
 def _check_count(name: str, value, least: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ValueError(f"select_in_model: {name} must be an int >= {least}, got {value!r}")
@@ -257,4 +273,4 @@ def _done(result: SelectionResult, started: float, log) -> SelectionResult:
     return result
 
 
-__all__ = ["SelectionResult", "TaskChoice", "select_in_model"]
+__all__ = ["SelectionResult", "TaskChoice", "check_top_k", "select_in_model"]

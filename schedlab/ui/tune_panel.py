@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -520,15 +519,7 @@ def selection_text(selection) -> str:
     """What the in-model choice changed, for the status line ("" when there was none)."""
     if selection is None or selection.stopped:
         return ""
-    if not selection.base_secs:
-        return " · in the model: every kernel's fastest alone is kept"
-    base = statistics.median(selection.base_secs)
-    chosen = statistics.median(selection.selected_secs)
-    kept = "kept" if selection.stored else "not kept: the model was not faster"
-    return (
-        f" · in the model: {len(selection.changed)} of {len(selection.choices)} kernels "
-        f"changed, {seconds_text(base)} -> {seconds_text(chosen)} ({kept})"
-    )
+    return f" · in the model: {selection.summary()}"
 
 
 def seconds_text(seconds: float | None) -> str:
