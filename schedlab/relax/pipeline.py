@@ -67,7 +67,8 @@ def _zero() -> list[Pass]:
 def _default_build() -> list[Pass]:
     from . import transform as T
 
-    return [*_zero(), T.ToNonDataflow(), T.CallTIRRewrite(), T.StaticPlanBlockMemory()]
+    return [*_zero(), T.ToNonDataflow(), T.CallTIRRewrite(), T.PlanConcatInPlace(),
+            T.StaticPlanBlockMemory()]  # fmt: skip
 
 
 def _static_shape_tuning(*, target, total_trials: int, work_dir="tuning_logs",

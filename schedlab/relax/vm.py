@@ -34,6 +34,7 @@ from schedlab.target import Target
 from . import expr as X
 from .struct_info import ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 from .transform.call_tir_rewrite import ALLOC_TENSOR
+from .transform.concat_in_place import MEMORY_VIEW
 from .transform.static_plan_block_memory import ALLOC_STORAGE, MEMORY_ALLOC_TENSOR
 
 
@@ -137,8 +138,6 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
     `kernel_cache` (a dict the caller keeps between compiles) holds the built kernels by name
     and function: a kernel compiled before is not lowered again (what `select_in_model` needs
     to compile one model with many schedule choices)."""
-    from schedlab.backend.build import build
-
     from .pipeline import get_default_pipeline, get_pipeline
 
     if not isinstance(mod, IRModule):
@@ -155,7 +154,7 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
         pipeline = get_pipeline(pipeline)
     with target:
         lowered = pipeline(mod)
-    kernels = {}
+    kernels, todo = {}, []
     for name, func in lowered.items():
         if not isinstance(func, PrimFunc):
             continue
@@ -163,13 +162,13 @@ def compile(  # noqa: A001 - TVM's name (relax.build / tvm.compile)
         key = None if kernel_cache is None else (name, structural_fingerprint(func))
         if key in (kernel_cache or {}):
             kernels[name] = kernel_cache[key]
-            continue
-        try:
-            kernels[name] = build(func, target, name=name)
-        except LoweringError as err:  # say which kernel of the graph it was
-            raise LoweringError(f"compile: kernel {name!r}: {err}") from err
+        else:
+            todo.append((name, func, key))
+    for (name, _, key), kernel in zip(todo, _build_kernels(todo, target), strict=True):
+        kernels[name] = kernel
         if kernel_cache is not None:
-            kernel_cache[key] = kernels[name]
+            kernel_cache[key] = kernel
+    kernels = {name: kernels[name] for name in lowered.keys() if name in kernels}  # module order
     functions = {
         name: _Translator(name, lowered).translate(func)
         for name, func in lowered.items()
@@ -260,6 +259,13 @@ class _Translator:
             storage = self.value(call.args[0])
             info = _TensorAlloc.of(call.args[2].values, call.attrs["dtype"])
             return self._emit("alloc_tensor", self._new_reg(), (storage,), info)
+        if call.op == MEMORY_VIEW:
+            base = self.value(call.args[0])
+            info = _TensorAlloc.of(call.args[1].values, call.attrs["dtype"])
+            offset = call.args[2].value
+            if info.static is None or not isinstance(offset, E.IntImm):
+                raise self.error("a memory view needs a static shape and offset")
+            return self._emit("view", self._new_reg(), (base,), (info, offset.value))
         raise self.error(
             f"the VM cannot call {call.op!r}: run the pipeline first (LegalizeOps, "
             f"CallTIRRewrite) so only kernel calls and allocations remain"
@@ -303,6 +309,32 @@ class ProfileReport:
     __repr__ = __str__
 
 
+def _build_kernels(todo: list, target: Target) -> list:
+    """The kernel of every (name, PrimFunc, _) in `todo`, in order. Two threads build them when
+    there are several and the pass context records nothing (its instruments would see two
+    kernels' passes interleaved): while gcc compiles one kernel, a subprocess that leaves the
+    GIL free, the other thread lowers the next one in Python."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from schedlab.backend.build import build
+    from schedlab.ir.transform import PassContext
+
+    context = PassContext.current()
+
+    def one(item):
+        name, func, _ = item
+        with context, target:  # both are per thread: the worker takes the caller's
+            try:
+                return build(func, target, name=name)
+            except LoweringError as err:  # say which kernel of the graph it was
+                raise LoweringError(f"compile: kernel {name!r}: {err}") from err
+
+    if len(todo) < 2 or context.instruments:
+        return [one(item) for item in todo]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="schedlab-build") as pool:
+        return list(pool.map(one, todo))
+
+
 class VirtualMachine:
     """Runs an Executable: `vm["main"](*arrays)`, `vm.profile(*arrays)`."""
 
@@ -314,6 +346,7 @@ class VirtualMachine:
         # touch (a conv writing 64x111x111 floats: 0.76 ms in warm storage, 1.55 ms in fresh);
         # one free list per (function, instruction), so concurrent calls never share a block
         self._storage: dict[tuple[str, int], list[_Block]] = {}
+        self._views: dict[int, tuple] = {}  # id(Instr) -> (base tensor, its view), `_op_view`
 
     def __getitem__(self, name: str) -> Callable:
         if name not in self.executable.functions:
@@ -324,7 +357,7 @@ class VirtualMachine:
     def invoke(self, name: str, arrays: Sequence, timer: dict | None = None):
         """Run the function `name` on `arrays`; `timer` (kernel -> [calls, seconds]) collects
         kernel times when given."""
-        return _Call(self.executable, name, timer, self._storage).run(arrays)
+        return _Call(self.executable, name, timer, self._storage, self._views).run(arrays)
 
     def profile(self, *arrays, func_name: str = "main") -> ProfileReport:
         """Run `func_name` once and time each kernel call."""
@@ -340,8 +373,9 @@ class VirtualMachine:
 class _Call:
     """One call of a VM function: registers, bound symbolic dims."""
 
-    def __init__(self, ex: Executable, name: str, timer: dict | None, storage: dict):
-        self.ex, self.vmf, self.timer = ex, ex.functions[name], timer
+    def __init__(self, ex: Executable, name: str, timer: dict | None, storage: dict,
+                 views: dict):  # fmt: skip
+        self.ex, self.vmf, self.timer, self.views = ex, ex.functions[name], timer, views
         self.regs: list = [None] * self.vmf.num_regs
         self.dims: dict = {}
         self.storage = storage  # the VM's free blocks, (function, instruction) -> [array]
@@ -421,6 +455,20 @@ class _Call:
             return tensor
         return args[0].view(ins, shape, dtype)
 
+    def _op_view(self, ins: Instr, args):
+        """A part of a tensor (PlanConcatInPlace's): made once per base tensor, so a kernel
+        writing it sees the same array object on every call, as with planned storage."""
+        (base,), (alloc, offset) = args, ins.info
+        made = self.views.get(id(ins))
+        if made is not None and made[0] is base:
+            return made[1]
+        nbytes = math.prod(alloc.static) * np.dtype(alloc.dtype).itemsize
+        flat = base.reshape(-1).view(np.uint8)
+        tensor = flat[offset : offset + nbytes].view(alloc.dtype).reshape(alloc.static)
+        if id(base) not in self.fresh:  # a fresh base is this call's alone: not kept
+            self.views[id(ins)] = (base, tensor)
+        return tensor
+
     def _op_call_kernel(self, ins: Instr, args):
         kernel = self.ex.kernels[ins.info]
         if self.timer is None:
@@ -434,7 +482,7 @@ class _Call:
         return None
 
     def _op_call_func(self, ins: Instr, args):
-        return _Call(self.ex, ins.info, self.timer, self.storage).run(args)
+        return _Call(self.ex, ins.info, self.timer, self.storage, self.views).run(args)
 
     def _dim(self, value) -> int:
         if isinstance(value, int):

@@ -1,6 +1,7 @@
 """Held-out rank correlation of the learned cost model, against the analytical one.
 
     python -m schedlab.tune.bench_model [--count 80] [--seed 0] [--cores N] [--rounds 5]
+                                        [--save FILE | --measured FILE]
     python -m schedlab.tune.bench_model --database WORK_DIR [WORK_DIR ...] [--seed 0]
 
 Draws `count` random legal schedules each of gemm 256^3 and conv2d 1x32x28x28 (3x3), the
@@ -13,6 +14,10 @@ seconds with the best measured training time of each task).
 `--cores 1` (OMP_NUM_THREADS=1) measures single-threaded kernels, which rank more stably on a
 machine shared with other work; the default is the cores free when the run starts.
 
+`--save FILE` writes the measured seconds to a JSON file; `--measured FILE` evaluates on them
+again without measuring (the schedules are drawn anew from the file's seed and count, the same
+ones): for changing the model or its features and re-ranking the same truth in seconds.
+
 `--database` evaluates on the candidates a tuning run measured instead (the schedules the
 model ranks in a search, not random ones): every task of the work dirs with at least 16
 successful records is replayed, split in half the same way, and the learned model trained on
@@ -23,6 +28,7 @@ truth."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import time
@@ -39,16 +45,20 @@ from .cost_model import AnalyticalModel, XGBModel
 from .task import TuneTask
 
 
-def measure_workload(name: str, count: int, rng: random.Random, target: Target,
-                     rounds: int, log=print) -> tuple[TuneTask, list, list[float]]:  # fmt: skip
-    """`count` random schedules of workload `name`: its task, the modules, their seconds."""
+def measure_workload(name: str, count: int, rng: random.Random, target: Target, rounds: int,
+                     log=print, secs: list | None = None) -> tuple:  # fmt: skip
+    """`count` random schedules of workload `name`: its task, the modules, their seconds
+    (measured, or `secs` as an earlier run measured them)."""
     func = workloads.spec(name).make(**SIZES[name])
     drawn = draw_schedules(name, count, rng)
-    start = time.perf_counter()
-    secs = measure_interleaved([sch.func for sch, _ in drawn], rounds=rounds)
-    log(f"  {name}: {len(drawn)} schedules measured in {time.perf_counter() - start:.0f} s, "
-        f"{min(secs) * 1e3:.3f} to {max(secs) * 1e3:.3f} ms")  # fmt: skip
-    return TuneTask(name, func, target), [sch.mod for sch, _ in drawn], secs
+    if secs is None:
+        start = time.perf_counter()
+        secs = measure_interleaved([sch.func for sch, _ in drawn], rounds=rounds)
+        log(f"  {name}: {len(drawn)} schedules measured in {time.perf_counter() - start:.0f} s, "
+            f"{min(secs) * 1e3:.3f} to {max(secs) * 1e3:.3f} ms")  # fmt: skip
+    elif len(secs) != len(drawn):
+        raise ValueError(f"measured seconds of {name}: {len(secs)} for {len(drawn)} schedules")
+    return TuneTask(name, func, target), [sch.mod for sch, _ in drawn], list(secs)
 
 
 def split_half(count: int, rng: random.Random) -> tuple[list[int], list[int]]:
@@ -89,8 +99,13 @@ def evaluate(measured: dict, seed: int, log=print) -> dict:
 
 
 def run_model_bench(count: int = 80, seed: int = 0, cores: int | None = None, rounds: int = 5,
-                    log=print) -> dict:  # fmt: skip
-    """Measure, train, report (see the module docstring); returns the figures `evaluate` does."""
+                    log=print, save: str | None = None,
+                    measured_file: str | None = None) -> dict:  # fmt: skip
+    """Measure (or read `measured_file`), train, report (see the module docstring); returns
+    the figures `evaluate` does. `save`: write the measured seconds there."""
+    earlier = load_measurements(measured_file) if measured_file else None
+    if earlier is not None:
+        count, seed, cores = earlier["count"], earlier["seed"], earlier["cores"]
     if count < 8:
         raise ValueError(f"--count must be at least 8, got {count}")
     # spinning OpenMP threads collapse on a shared machine (as in bench-cost)
@@ -98,10 +113,21 @@ def run_model_bench(count: int = 80, seed: int = 0, cores: int | None = None, ro
     free = cores or available_cores()
     os.environ.setdefault("OMP_NUM_THREADS", str(free))
     target = Target("cpu", num_cores=free)
-    log(f"target: {target.describe()}; kernels and models on {free} core(s) "
-        f"(OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']})")  # fmt: skip
+    if earlier is not None:
+        log(f"target: {target.describe()}; the seconds {measured_file} holds, measured on "
+            f"{earlier['target']} ({free} core(s))")  # fmt: skip
+    else:
+        log(f"target: {target.describe()}; kernels and models on {free} core(s) "
+            f"(OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']})")  # fmt: skip
     rng = random.Random(seed)
-    measured = {name: measure_workload(name, count, rng, target, rounds, log) for name in SIZES}
+    measured = {
+        name: measure_workload(name, count, rng, target, rounds, log,
+                               secs=earlier["seconds"][name] if earlier else None)
+        for name in SIZES
+    }  # fmt: skip
+    if save:
+        save_measurements(save, measured, count=count, seed=seed, cores=free, target=target)
+        log(f"  measured seconds written to {save}")
     result = evaluate(measured, seed, log)
     log(f"\nheld-out Spearman rank correlation ({count // 2} train / {count - count // 2} test "
         f"per workload, seed {seed}; goal for the learned model: >= 0.85)")  # fmt: skip
@@ -109,6 +135,33 @@ def run_model_bench(count: int = 80, seed: int = 0, cores: int | None = None, ro
         log(f"  {name:12s} learned {result['learned'][name]:.3f}   "
             f"analytical {result['analytical'][name]:.3f}")  # fmt: skip
     return result
+
+
+def save_measurements(path: str, measured: dict, count: int, seed: int, cores: int,
+                      target: Target) -> None:  # fmt: skip
+    """The seconds of `measured` ({name: (task, modules, seconds)}) and what reproduces its
+    schedules (count, seed), as JSON."""
+    data = {"count": count, "seed": seed, "cores": cores, "target": target.describe(),
+            "seconds": {name: secs for name, (_, _, secs) in measured.items()}}  # fmt: skip
+    with open(path, "w") as f:
+        json.dump(data, f)
+
+
+def load_measurements(path: str) -> dict:
+    """What `save_measurements` wrote, checked: it must hold every workload of SIZES."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--measured {path}: cannot read it ({err})") from err
+    keys = ("count", "seed", "cores", "target", "seconds")
+    if not isinstance(data, dict) or any(k not in data for k in keys):
+        raise ValueError(f"--measured {path}: expected a JSON object with {', '.join(keys)} "
+                         "(what --save writes)")  # fmt: skip
+    missing = [name for name in SIZES if name not in data["seconds"]]
+    if missing:
+        raise ValueError(f"--measured {path}: no seconds of {', '.join(missing)}")
+    return data
 
 
 MIN_RECORDS = 16  # successful records a task needs to be evaluated on
@@ -187,10 +240,23 @@ def main(argv: list[str] | None = None) -> dict:
         metavar="WORK_DIR",
         help="evaluate on the measured candidates of these tuning work dirs",
     )
+    parser.add_argument(
+        "--save", default=None, metavar="FILE", help="write the measured seconds to FILE (JSON)"
+    )
+    parser.add_argument(
+        "--measured",
+        default=None,
+        metavar="FILE",
+        help="rank the seconds --save wrote instead of measuring",
+    )
     args = parser.parse_args(argv)
+    if args.save and args.measured:
+        parser.error("--save and --measured: give one of them")
     if args.database:
         return run_database_bench(args.database, args.seed)
-    return run_model_bench(args.count, args.seed, args.cores, args.rounds)
+    return run_model_bench(
+        args.count, args.seed, args.cores, args.rounds, save=args.save, measured_file=args.measured
+    )
 
 
 if __name__ == "__main__":

@@ -222,8 +222,8 @@ def _choose(records, callees, samples) -> list[TaskChoice]:
     """Each task with several candidates: the one with the lowest median time in place."""
     choices = []
     for key, found in records.items():
-        if len(found) < 2:
-            continue
+        if len(found) < 2 or not any(samples.get((key, r)) for r in range(len(found))):
+            continue  # one candidate, or its kernel never ran (a concat written in place)
         in_model = [statistics.median(samples.get((key, rank)) or [float("inf")])
                     for rank in range(len(found))]  # fmt: skip
         choices.append(TaskChoice(callees[key][0], key, len(callees[key]), found,

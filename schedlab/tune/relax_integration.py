@@ -63,13 +63,31 @@ def tasks_of(mod: IRModule, target: str | Target = "cpu") -> list[TuneTask]:
 def callees_by_workload(mod: IRModule) -> dict[str, list[str]]:
     """The unscheduled kernels `call_tir` calls in `mod` (through the pre-schedule passes),
     grouped by workload key: key -> callee names, one per call site, in module then program
-    order. Kernels marked "tir.is_scheduled" are left out."""
+    order. Kernels marked "tir.is_scheduled" are left out, and so are the ones the compiled
+    model never runs (`elided_kernels`)."""
     groups: dict[str, list[str]] = {}
+    elided = elided_kernels(mod)
     for callee in call_tir_callees(mod):
         func = mod.get(callee)
-        if isinstance(func, PrimFunc) and not is_scheduled(func):
+        if isinstance(func, PrimFunc) and not is_scheduled(func) and callee not in elided:
             groups.setdefault(workload_key(workload_func(func)), []).append(callee)
     return groups
+
+
+def elided_kernels(mod: IRModule) -> set[str]:
+    """Kernels of `mod` (through the pre-schedule passes) that the VM form calls nowhere: the
+    concatenations PlanConcatInPlace elides (it drops their PrimFuncs). Tuning them is waste."""
+    from schedlab.ir.transform import PassContext
+    from schedlab.relax import transform as T
+    from schedlab.relax.transform.concat_in_place import CONCAT_AXIS_ATTR
+
+    tagged = {name for name, func in mod.items()
+              if isinstance(func, PrimFunc) and CONCAT_AXIS_ATTR in func.attrs}  # fmt: skip
+    if not tagged:
+        return set()
+    with PassContext():  # the caller's instruments are not told of this look ahead
+        vm_form = Sequential([T.ToNonDataflow(), T.CallTIRRewrite(), T.PlanConcatInPlace()])(mod)
+    return {name for name in tagged if name not in vm_form}
 
 
 def workload_func(func: PrimFunc) -> PrimFunc:

@@ -29,7 +29,7 @@ from tests.relax.frontend.test_onnx_backend_data import _load as load_tensors  #
 CPU_PASSES = (
     "LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "DeadCodeElimination",
     "CanonicalizeBindings", "FuseOps", "FuseTIR", "ApplyDefaultSchedule", "ToNonDataflow",
-    "CallTIRRewrite", "StaticPlanBlockMemory", "AttachGlobalSymbol",
+    "CallTIRRewrite", "PlanConcatInPlace", "StaticPlanBlockMemory", "AttachGlobalSymbol",
 )  # fmt: skip
 
 

@@ -32,7 +32,8 @@ def test_zero_pipeline_passes_and_numerics():
 def test_default_build_ends_in_vm_form():
     seq = get_pipeline("default_build")
     names = [p.name for p in seq.passes]
-    assert names == [*ZERO, "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory"]
+    assert names == [*ZERO, "ToNonDataflow", "CallTIRRewrite", "PlanConcatInPlace",
+                     "StaticPlanBlockMemory"]  # fmt: skip
     main = seq(graphs.mlp_module())["main"]
     assert "planned_peak_bytes" in main.attrs
 

@@ -185,3 +185,23 @@ def test_the_held_out_evaluation_on_tuning_records(tmp_path):
         assert all(-1.0 <= v <= 1.0 for v in result[kind].values())
     with pytest.raises(ValueError, match="no task with 16"):
         run_database_bench([tmp_path / "empty"], log=lines.append)
+
+
+def test_the_random_schedule_evaluation_ranks_saved_measurements_again(tmp_path):
+    """bench_model --save then --measured: the same schedules drawn again, ranked on the saved
+    seconds without measuring, give the same figures; a file of something else is refused."""
+    from schedlab.tune.bench_model import run_model_bench
+
+    saved = tmp_path / "measured.json"
+    quiet = [].append
+    first = run_model_bench(count=8, seed=3, cores=1, rounds=1, log=quiet, save=str(saved))
+    lines = []
+    again = run_model_bench(measured_file=str(saved), log=lines.append)
+    assert again == first
+    assert any(f"the seconds {saved} holds" in line for line in lines)
+    assert not any("measured in" in line for line in lines)  # nothing was timed
+    (tmp_path / "other.json").write_text('{"count": 8}')
+    with pytest.raises(ValueError, match="expected a JSON object with count, seed"):
+        run_model_bench(measured_file=str(tmp_path / "other.json"), log=quiet)
+    with pytest.raises(ValueError, match="cannot read it"):
+        run_model_bench(measured_file=str(tmp_path / "missing.json"), log=quiet)

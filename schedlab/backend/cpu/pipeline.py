@@ -73,6 +73,7 @@ def dataflow_lower_passes(target: Target) -> list[Pass]:
     return [
         T.ToNonDataflow(),  # one kind of block and variable from here on
         T.CallTIRRewrite(),  # call_tir -> alloc_tensor + kernel call writing it
+        T.PlanConcatInPlace(),  # concatenated parts written into the result: no copy
         T.StaticPlanBlockMemory(),  # intermediates of static shape share storage
     ]
 

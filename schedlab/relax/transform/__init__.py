@@ -10,6 +10,7 @@ PassRecorder).
 from .annotate_tir_op_pattern import AnnotateTIROpPattern, analyze_op_pattern
 from .call_tir_rewrite import CallTIRRewrite
 from .canonicalize_bindings import CanonicalizeBindings
+from .concat_in_place import PlanConcatInPlace
 from .convert_blocked_layout import ConvertToBlockedLayout
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
@@ -26,6 +27,6 @@ __all__ = [
     "CanonicalizeBindings", "ConvertToBlockedLayout", "DeadCodeElimination", "FoldConstant",
     "FoldLayoutRewrite",
     "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeOps",
-    "legalize_call", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "Normalize",
-    "normalize_function",
+    "legalize_call", "ToNonDataflow", "CallTIRRewrite", "PlanConcatInPlace",
+    "StaticPlanBlockMemory", "Normalize", "normalize_function",
 ]  # fmt: skip

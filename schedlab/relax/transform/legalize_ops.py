@@ -23,6 +23,7 @@ from ..block_builder import BlockBuilder
 from ..functor import ExprMutator
 from ..infer import CALL_TIR
 from ._util import OP_PATTERN_KINDS
+from .concat_in_place import CONCAT_AXIS_ATTR
 from .normalize import normalize_function
 
 
@@ -64,6 +65,7 @@ class _Legalizer(ExprMutator):
         super().__init__()
         self.bb = bb
         self.patterns: dict[str, str] = {}  # new PrimFunc name -> registered pattern
+        self.concat_axes: dict[str, int] = {}  # PrimFunc name -> axis, of relax.concat's
 
     def visit_Call(self, call: X.Call) -> X.Expr:  # noqa: N802 - dispatch name
         call = self.generic_visit(call)
@@ -73,15 +75,22 @@ class _Legalizer(ExprMutator):
 
         new = legalize_call(self.bb, call)
         self.patterns.setdefault(new.args[0].name_hint, get_op(call.op).pattern)
+        ndim = getattr(call.struct_info, "ndim", -1)
+        if call.op == "relax.concat" and ndim > 0:  # PlanConcatInPlace elides it if alone
+            self.concat_axes[new.args[0].name_hint] = call.attrs.get("axis", 0) % ndim
         return new
 
 
-def _annotate(mod: IRModule, patterns: dict[str, str]) -> IRModule:
+def _annotate(mod: IRModule, patterns: dict[str, str], concat_axes: dict[str, int]) -> IRModule:
     updated = {}
     for name, pattern in patterns.items():
         func = mod[name]
         if isinstance(func, PrimFunc) and "op_pattern" not in func.attrs:
             updated[name] = func.with_attr("op_pattern", OP_PATTERN_KINDS[pattern])
+    for name, axis in concat_axes.items():
+        func = updated.get(name, mod[name])
+        if isinstance(func, PrimFunc):
+            updated[name] = func.with_attr(CONCAT_AXIS_ATTR, axis)
     return mod.update(updated) if updated else mod
 
 
@@ -103,6 +112,6 @@ def LegalizeOps() -> Pass:  # noqa: N802 - TVM's name: a pass factory
             return mod
         for name, func in changed.items():
             bb.update_func(X.GlobalVar(name), func)
-        return _annotate(bb.get(), legalizer.patterns)
+        return _annotate(bb.get(), legalizer.patterns, legalizer.concat_axes)
 
     return legalize_ops

@@ -32,6 +32,7 @@ from .. import expr as X
 from ..struct_info import ObjectStructInfo, TensorStructInfo
 from ._util import map_functions, used_vars
 from .call_tir_rewrite import ALLOC_TENSOR, typed
+from .concat_in_place import MEMORY_VIEW
 
 ALLOC_STORAGE = "relax.memory.alloc_storage"  # args: (ShapeExpr([nbytes]),); attrs: dtype
 MEMORY_ALLOC_TENSOR = "relax.memory.alloc_tensor"  # args: (storage, offset, ShapeExpr)
@@ -60,10 +61,13 @@ def _flat_bindings(func: X.Function) -> list[X.Binding]:
 
 
 def _aliases(bindings, allocs: set) -> dict:
-    """var -> the alloc vars whose tensors it may refer to (itself, tuples, items, copies)."""
+    """var -> the alloc vars whose tensors it may refer to (itself, tuples, items, copies,
+    views: PlanConcatInPlace's parts of a concatenation)."""
     alias = {var: {var} for var in allocs}
     for binding in bindings:
         value = binding.value
+        if isinstance(value, X.Call) and value.op == MEMORY_VIEW:  # a part of its base tensor
+            value = value.args[0]
         if isinstance(value, (X.Var, X.Tuple, X.TupleGetItem)):
             found = set()
             for var in used_vars(value):
