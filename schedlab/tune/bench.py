@@ -73,12 +73,14 @@ def run_tune_bench(args) -> int:
         raise ValueError(f"--only: unknown case(s) {', '.join(unknown)}; known: "
                          f"{', '.join(known)}")  # fmt: skip
     from .in_model import check_top_k
+    from .progress import stop_on_sigint
 
     check_top_k(args.select_in_model, "bench-tune: --select-in-model")
     target = Target("cpu")
     print(f"target: {target.describe()}")
     blas_note()
-    with tempfile.TemporaryDirectory(prefix="schedlab-bench-tune-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="schedlab-bench-tune-") as scratch, \
+            stop_on_sigint() as stop:  # fmt: skip
         root = Path(args.work_dir or scratch)
         results, models = [], []
         for case in cases:
@@ -86,11 +88,19 @@ def run_tune_bench(args) -> int:
                 continue  # last: it sets OpenMP's environment for its own measurements
             if case in ("models", *MODELS):
                 for name in MODELS if case == "models" else [case]:
-                    results.append(bench_model(name, target, args.trials, root / name,
-                                               args.seed, args.select_in_model))  # fmt: skip
-                    models.append(name)
-            else:
-                results.append(bench_kernel(case, target, args.trials, root / case, args.seed))
+                    if not stop.is_set():
+                        results.append(bench_model(name, target, args.trials, root / name,
+                                                   args.seed, args.select_in_model,
+                                                   stop))  # fmt: skip
+                        models.append(name)
+            elif not stop.is_set():
+                results.append(bench_kernel(case, target, args.trials, root / case, args.seed,
+                                            stop))  # fmt: skip
+        if stop.is_set():
+            print_results(results)
+            kept = f"the records are in {root}" if args.work_dir else "rerun with --work-dir DIR"
+            print(f"stopped (Ctrl-C); {kept} to resume")
+            return 130
         if "cost-model" in cases and models:
             results.append(bench_cost_model_on_records([root / m for m in models], args.seed))
     if "cost-model" in cases:
@@ -129,7 +139,8 @@ def bench_cost_model_on_records(work_dirs: list[Path], seed: int) -> CaseResult:
                       time.perf_counter() - started, detail)  # fmt: skip
 
 
-def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: int) -> CaseResult:
+def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: int,
+                 stop=None) -> CaseResult:  # fmt: skip
     """Tune one workload, then time the best schedule next to numpy's baseline."""
     import schedlab
     from schedlab import workloads
@@ -142,8 +153,10 @@ def bench_kernel(case: str, target: Target, trials: int, work_dir: Path, seed: i
     func, reference = workloads.get(name, **sizes)
     print(f"\n== {case}: {name} {sizes}, {trials} trials")
     started = time.perf_counter()
-    result = tune_tasks([TuneTask(name, func, target)], work_dir, trials, seed=seed)
+    result = tune_tasks([TuneTask(name, func, target)], work_dir, trials, seed=seed, stop=stop)
     tuning_s = time.perf_counter() - started
+    if result.stopped:
+        return CaseResult(case, 0.0, goal, tuning_s, "stopped (Ctrl-C) before its trials ran")
     sch = result.database.query_schedule(func, target)
     if sch is None:
         return CaseResult(case, 0.0, goal, tuning_s, "no successful candidate")
@@ -173,7 +186,7 @@ def _check(kernel, args, reference, num_outputs: int) -> None:
 
 
 def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: int,
-                select_top_k: int = 4) -> CaseResult:  # fmt: skip
+                select_top_k: int = 4, stop=None) -> CaseResult:  # fmt: skip
     """Tune every kernel of an onnx-package model, choose among each one's `select_top_k`
     fastest in the model (0: not), compile it with the records, and time it next to
     onnxruntime (outputs compared first)."""
@@ -189,12 +202,16 @@ def bench_model(name: str, target: Target, trials: int, work_dir: Path, seed: in
     print(f"\n== {name}: {len(tasks)} tasks, {trials} trials each")
     started = time.perf_counter()
     result = tune_tasks(tasks, work_dir, trials * len(tasks), max_trials_per_task=trials,
-                        seed=seed)  # fmt: skip
+                        seed=seed, stop=stop)  # fmt: skip
     tuning_s = time.perf_counter() - started
+    if result.stopped:
+        return CaseResult(name, 0.0, MODELS[name], tuning_s, "stopped (Ctrl-C) while tuning")
     selected = ""
     if select_top_k:
         selection = select_in_model(mod, target, result.database, top_k=select_top_k, seed=seed,
-                                    context=name)  # fmt: skip
+                                    context=name, stop=stop)  # fmt: skip
+        if selection.stopped:
+            return CaseResult(name, 0.0, MODELS[name], tuning_s, "stopped (Ctrl-C) in the choice")
         selected = "; in-model selection: " + selection.summary()
     report = run_model(str(path), str(target), database=result.database)
     ratio = report.onnxruntime.median / report.schedlab.median

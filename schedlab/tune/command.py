@@ -13,8 +13,6 @@ choices are stored when the whole model runs faster with them; `schedlab run --d
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
 
 from schedlab.target import Target
@@ -64,6 +62,7 @@ def add_tune_parser(commands) -> None:
 
 def run_tune_command(args) -> None:
     from .in_model import check_top_k
+    from .progress import stop_on_sigint
     from .tuner import check_flush_cache
 
     check_top_k(args.select_in_model, "tune: --select-in-model")
@@ -75,9 +74,7 @@ def run_tune_command(args) -> None:
     timed = _TIMED[flush_cache]
     print(f"tuning {len(tasks)} task(s) for {target.describe()} in {work_dir} ({timed})")
     budget = args.trials * (len(tasks) if _is_model(args.what) else 1)
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
+    with stop_on_sigint() as stop:
         result = _tune(args, tasks, work_dir, budget, stop, flush_cache)
         if mod is not None and args.select_in_model and not result.stopped:
             from .in_model import select_in_model
@@ -87,8 +84,6 @@ def run_tune_command(args) -> None:
             selection = select_in_model(mod, target, result.database, context=name,
                                         top_k=args.select_in_model, stop=stop)  # fmt: skip
             result.stopped = selection.stopped
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if result.stopped:
         print(f"stopped; the records are in {work_dir} and the same command resumes")
 

@@ -8,8 +8,11 @@ is TVM's task-scheduler table: one row per task, FLOPs, weight, GFLOP/s, latency
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 
 from schedlab.ir.expr import Add, Div, Mul, Sub
@@ -141,6 +144,24 @@ def summary_table(rows: list[TaskSummary], target, timing: dict | None = None) -
     if timing:
         lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()))
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def stop_on_sigint():
+    """An Event that Ctrl-C (SIGINT) sets while the block runs, instead of raising
+    KeyboardInterrupt wherever the main thread happens to be: a tuning run then ends after
+    the candidate being measured, with everything measured stored (`schedlab tune`,
+    `schedlab bench-tune`). Outside the main thread, where no handler can be set, the Event
+    is only set by the caller."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class TqdmReporter:

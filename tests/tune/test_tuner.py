@@ -282,3 +282,39 @@ def test_cli_select_in_model_takes_zero_or_a_count_of_two_or_more():
     with pytest.raises(ValueError, match="--select-in-model must be 0 .off. or a count >= 2, "
                        "got 1"):  # fmt: skip
         run_tune_command(args)
+
+
+def test_bench_tune_stops_on_ctrl_c_keeping_what_it_measured(tmp_path, capsys):
+    """Ctrl-C (SIGINT) during `schedlab bench-tune` ends the run after the candidate being
+    measured: exit status 130, the results so far printed, the records kept in --work-dir."""
+    import argparse
+    import os
+    import signal
+    import threading
+
+    from schedlab.tune.bench import run_tune_bench
+
+    records = tmp_path / "gemm" / "records.jsonl"
+    done = threading.Event()
+
+    def interrupt_once_a_record_is_stored():
+        while not done.wait(0.05):
+            if records.exists() and records.read_text().strip():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+
+    poller = threading.Thread(target=interrupt_once_a_record_is_stored, daemon=True)
+    poller.start()
+    args = argparse.Namespace(only="gemm,dense", trials=64, work_dir=str(tmp_path), seed=0,
+                              select_in_model=4)  # fmt: skip
+    try:
+        status = run_tune_bench(args)
+    finally:
+        done.set()
+        poller.join()
+    out = capsys.readouterr().out
+    assert status == 130
+    assert f"stopped (Ctrl-C); the records are in {tmp_path} to resume" in out
+    stored = records.read_text().splitlines()
+    assert 1 <= len(stored) < 64
+    assert not (tmp_path / "dense").exists()  # the next case never started
