@@ -33,8 +33,7 @@ from schedlab.target import Target
 
 from . import expr as X
 from .struct_info import ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
-from .transform.call_tir_rewrite import ALLOC_TENSOR
-from .transform.concat_in_place import MEMORY_VIEW
+from .transform.call_tir_rewrite import ALLOC_TENSOR, MEMORY_VIEW
 from .transform.static_plan_block_memory import ALLOC_STORAGE, MEMORY_ALLOC_TENSOR
 
 

@@ -24,6 +24,8 @@ from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ._util import map_functions
 
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"  # args: (ShapeExpr,); attrs: dtype
+# a part of a tensor (PlanConcatInPlace): args (base, ShapeExpr, PrimValue byte offset); dtype
+MEMORY_VIEW = "relax.memory.view"
 NO_RESULT = TupleStructInfo(())  # the struct info of a destination-passing kernel call
 
 

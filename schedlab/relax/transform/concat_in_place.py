@@ -42,10 +42,10 @@ from schedlab.ir.transform import Pass, module_pass
 from .. import expr as X
 from ..struct_info import TensorStructInfo
 from ._util import map_functions, used_vars
-from .call_tir_rewrite import ALLOC_TENSOR, typed
+from .call_tir_rewrite import ALLOC_TENSOR, MEMORY_VIEW, typed
+from .static_plan_block_memory import aliases
 
 CONCAT_AXIS_ATTR = "schedlab.concat_axis"  # on the PrimFunc LegalizeOps makes of a relax.concat
-MEMORY_VIEW = "relax.memory.view"  # args: (base tensor, ShapeExpr, PrimValue byte offset); dtype
 ALIGN_BYTES = 64
 
 
@@ -93,18 +93,10 @@ class _Planner:
 
     def _escaping(self) -> set:
         """Alloc vars the function's result may refer to."""
-        refers = {var: {var} for var in self.allocs}
-        for binding in self.bindings:
-            value = binding.value
-            if isinstance(value, (X.Var, X.Tuple, X.TupleGetItem)):
-                found = set()
-                for var in used_vars(value):
-                    found |= refers.get(var, set())
-                if found:
-                    refers[binding.var] = found
+        alias = aliases(self.bindings, set(self.allocs))
         out = set()
         for var in used_vars(self.func.body.body):
-            out |= refers.get(var, set())
+            out |= alias.get(var, set())
         return out
 
     def _alloc_var(self, expr) -> X.Var | None:

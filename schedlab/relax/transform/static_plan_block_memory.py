@@ -31,8 +31,7 @@ from schedlab.ir.transform import Pass, module_pass
 from .. import expr as X
 from ..struct_info import ObjectStructInfo, TensorStructInfo
 from ._util import map_functions, used_vars
-from .call_tir_rewrite import ALLOC_TENSOR, typed
-from .concat_in_place import MEMORY_VIEW
+from .call_tir_rewrite import ALLOC_TENSOR, MEMORY_VIEW, typed
 
 ALLOC_STORAGE = "relax.memory.alloc_storage"  # args: (ShapeExpr([nbytes]),); attrs: dtype
 MEMORY_ALLOC_TENSOR = "relax.memory.alloc_tensor"  # args: (storage, offset, ShapeExpr)
@@ -60,7 +59,7 @@ def _flat_bindings(func: X.Function) -> list[X.Binding]:
     return [b for block in func.body.blocks for b in block.bindings]
 
 
-def _aliases(bindings, allocs: set) -> dict:
+def aliases(bindings, allocs: set) -> dict:
     """var -> the alloc vars whose tensors it may refer to (itself, tuples, items, copies,
     views: PlanConcatInPlace's parts of a concatenation)."""
     alias = {var: {var} for var in allocs}
@@ -91,7 +90,7 @@ def plan(func: X.Function) -> tuple[dict, list[_Token]]:
     """alloc var -> token for each plannable allocation of `func`, and the tokens."""
     bindings = _flat_bindings(func)
     allocs = {b.var for b in bindings if _is_alloc(b)}
-    alias = _aliases(bindings, allocs)
+    alias = aliases(bindings, allocs)
     escaping = set()
     for var in used_vars(func.body.body):
         escaping |= alias.get(var, set())

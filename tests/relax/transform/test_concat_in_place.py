@@ -12,7 +12,8 @@ from schedlab.ir.transform import Sequential
 from schedlab.relax import BlockBuilder, Call, GlobalVar, R, TensorStructInfo, Var
 from schedlab.relax import transform as T
 from schedlab.relax.interpreter import run
-from schedlab.relax.transform.concat_in_place import CONCAT_AXIS_ATTR, MEMORY_VIEW
+from schedlab.relax.transform.call_tir_rewrite import MEMORY_VIEW
+from schedlab.relax.transform.concat_in_place import CONCAT_AXIS_ATTR
 
 from .. import test_vm as graphs
 
