@@ -42,8 +42,8 @@ from schedlab.ir.transform import Pass, module_pass
 from .. import expr as X
 from ..struct_info import TensorStructInfo
 from ._util import map_functions, used_vars
-from .call_tir_rewrite import ALLOC_TENSOR, MEMORY_VIEW, typed
-from .static_plan_block_memory import aliases
+from .call_tir_rewrite import MEMORY_VIEW, typed
+from .static_plan_block_memory import _is_alloc, aliases
 
 CONCAT_AXIS_ATTR = "schedlab.concat_axis"  # on the PrimFunc LegalizeOps makes of a relax.concat
 ALIGN_BYTES = 64
@@ -160,11 +160,6 @@ class _Planner:
                 kept.append(binding)
             blocks.append(type(block)(tuple(kept)))
         return self.func.replace(body=X.SeqExpr(tuple(blocks), self.func.body.body))
-
-
-def _is_alloc(binding: X.Binding) -> bool:
-    value = binding.value
-    return isinstance(value, X.Call) and value.op == ALLOC_TENSOR
 
 
 def _called_prim_funcs(mod: IRModule) -> set[str]:
