@@ -33,15 +33,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from schedlab.ir.function import IRModule, PrimFunc
 from schedlab.ir.op import convert
 from schedlab.ir.transform import Pass, module_pass
 
 from .. import expr as X
 from ..struct_info import TensorStructInfo
-from ._util import map_functions, used_vars
+from ._util import called_functions, map_functions, used_vars
 from .call_tir_rewrite import MEMORY_VIEW, typed
 from .static_plan_block_memory import _is_alloc, aliases
 
@@ -76,7 +74,7 @@ def _part_offsets(parts: list[X.Var], out: X.Var, axis: int) -> list[int] | None
             return None
         offsets.append(start)
         start += part_shape[axis] * row
-    return offsets if start == int(np.prod(shape)) * itemsize else None
+    return offsets if start == math.prod(shape) * itemsize else None
 
 
 class _Planner:
@@ -162,23 +160,6 @@ class _Planner:
         return self.func.replace(body=X.SeqExpr(tuple(blocks), self.func.body.body))
 
 
-def _called_prim_funcs(mod: IRModule) -> set[str]:
-    called = set()
-    for func in mod.functions().values():
-        if isinstance(func, X.Function):
-            from schedlab.ir.functor import post_order_visit
-
-            post_order_visit(
-                func,
-                lambda n: (
-                    called.add(n.op.name_hint)
-                    if isinstance(n, X.Call) and isinstance(n.op, X.GlobalVar)
-                    else None
-                ),
-            )
-    return called
-
-
 def PlanConcatInPlace() -> Pass:  # noqa: N802 - a pass factory, named as TVM's are
     """The PlanConcatInPlace pass (see the module docstring)."""
 
@@ -189,15 +170,13 @@ def PlanConcatInPlace() -> Pass:  # noqa: N802 - a pass factory, named as TVM's 
         new = map_functions(mod, lambda func: _rewrite_function(mod, func))
         if new is mod:
             return mod
-        called = _called_prim_funcs(new)
-        unused = [
-            name
-            for name, func in new.items()
-            if isinstance(func, PrimFunc) and CONCAT_AXIS_ATTR in func.attrs and name not in called
-        ]
-        for name in unused:
-            new = new.without(name)
-        return new
+        called = set().union(
+            *(called_functions(f) for f in new.values() if isinstance(f, X.Function))
+        )
+        kept = {name: func for name, func in new.items()
+                if name in called or not isinstance(func, PrimFunc)
+                or CONCAT_AXIS_ATTR not in func.attrs}  # fmt: skip
+        return IRModule(kept, new.attrs) if len(kept) < len(new) else new
 
     return plan_concat_in_place
 
